@@ -1,0 +1,71 @@
+# Sluice build and test entry points. `make test` and `make run` set up
+# everything they need on a fresh Debian/Ubuntu machine (as root for apt).
+
+GO       ?= go
+PYTHON   ?= python3
+VENV     := .venv
+BUILD    := build
+CORPUS   ?= $(abspath ../shared/corpus)
+export SLUICE_CORPUS ?= $(CORPUS)
+
+.PHONY: all build setup deps venv test gotest pytest vet run bench-cpu fuzz proto clean
+
+all: build
+
+# System packages: libjpeg-turbo's static TurboJPEG library (linked into
+# every binary, so none is needed at run time).
+deps:
+	@dpkg -s libturbojpeg0-dev >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev; }
+
+# Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tests/requirements.txt
+	touch $@
+
+setup: deps venv
+
+build: deps
+	$(GO) build -o $(BUILD)/sluice ./cmd/sluice
+
+vet: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+gotest: deps
+	$(GO) test ./...
+
+pytest: build venv
+	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests
+
+test: vet gotest pytest
+
+# The main job until the Triton backend lands: the ImageNet example
+# pipeline over the corpus photos, outputs as .npy.
+run: build
+	$(BUILD)/sluice validate model_repository/preprocess_imagenet/1/pipeline.pbtxt
+	$(BUILD)/sluice run --pipeline model_repository/preprocess_imagenet/1/pipeline.pbtxt \
+	  --out $(BUILD)/out $(CORPUS)/jpeg/derived/*.jpg
+	@echo "outputs: $(BUILD)/out/<image>.PIXELS.npy (float32 [3,224,224])"
+
+# Sluice's CPU ImageNet pipeline vs OpenCV, same photos, same threads.
+bench-cpu: build venv
+	$(VENV)/bin/python scripts/bench_cpu.py --sluice $(BUILD)/sluice --corpus $(CORPUS)
+
+# A count, not a duration: time-based -fuzztime can end in a spurious
+# "context deadline exceeded" with Go 1.26 (golang/go#75804).
+FUZZTIME ?= 500000x
+fuzz: deps
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
+
+# Regenerate the pipeline schema's Go code (protoc 3.21, protoc-gen-go v1.36.11).
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11
+	cd pipeline/pipelinepb && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative pipeline.proto
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/npy"
+	"github.com/sluice-dev/sluice/ops"
+)
+
+// execFlags are the executor settings shared by run and bench.
+type execFlags struct {
+	pipeline  *string
+	workers   *int
+	batch     *int
+	maxPixels *int
+	maxBytes  *int
+}
+
+func addExecFlags(fs *flag.FlagSet) execFlags {
+	return execFlags{
+		pipeline:  fs.String("pipeline", "", "pipeline file, text or compact (required)"),
+		workers:   fs.Int("workers", 0, "worker threads (0: GOMAXPROCS)"),
+		batch:     fs.Int("batch", 32, "images per batch"),
+		maxPixels: fs.Int("max-pixels", ops.DefaultLimits.MaxPixels, "largest decoded image, in pixels"),
+		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
+	}
+}
+
+func (f execFlags) open() (*executor.Executor, []string, error) {
+	if *f.pipeline == "" {
+		return nil, nil, fmt.Errorf("--pipeline is required")
+	}
+	if *f.batch < 1 {
+		return nil, nil, fmt.Errorf("--batch must be at least 1")
+	}
+	if *f.maxPixels < 1 || *f.maxBytes < 1 {
+		return nil, nil, fmt.Errorf("--max-pixels and --max-bytes must be positive")
+	}
+	c, err := load(*f.pipeline)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(c.Inputs) != 1 {
+		return nil, nil, fmt.Errorf("%s has %d inputs; the CLI feeds pipelines of one input", *f.pipeline, len(c.Inputs))
+	}
+	e, err := executor.New(c, executor.Options{
+		Workers: *f.workers,
+		Limits:  ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, c.Inputs, nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	ef := addExecFlags(fs)
+	outDir := fs.String("out", "", "directory for the .npy files (required)")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if *outDir == "" {
+		return fmt.Errorf("--out DIR is required")
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("no images given")
+	}
+	bases := map[string]string{}
+	for _, p := range pos {
+		b := baseName(p)
+		if other, dup := bases[b]; dup {
+			return fmt.Errorf("%s and %s would both write %s.*.npy", other, p, b)
+		}
+		bases[b] = p
+	}
+	e, _, err := ef.open()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	failed := 0
+	for start := 0; start < len(pos); start += *ef.batch {
+		files := pos[start:min(start+*ef.batch, len(pos))]
+		imgs := make([][]byte, len(files))
+		for i, p := range files {
+			// An unreadable file is reported like a bad image, and
+			// the batch goes on without it (empty bytes fail decode).
+			if imgs[i], err = os.ReadFile(p); err != nil {
+				imgs[i] = nil
+			}
+		}
+		res, err := e.Run([][][]byte{imgs})
+		if err != nil {
+			return err
+		}
+		for i, p := range files {
+			if res.Errs[i] != nil {
+				failed++
+				fmt.Fprintf(stderr, "sluice run: %s: %s\n", p, oneLine(errText(res.Errs[i])))
+				continue
+			}
+			for o, out := range res.Outputs {
+				n := e.SampleBytes(o)
+				name := filepath.Join(*outDir, baseName(p)+"."+out.Name+".npy")
+				if err := writeNpy(name, out.Spec, out.Data[i*n:(i+1)*n]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "%d of %d images written to %s\n", len(pos)-failed, len(pos), *outDir)
+	if failed > 0 {
+		return fmt.Errorf("%d image(s) failed", failed)
+	}
+	return nil
+}
+
+// errText drops the sample index, meaningless to a CLI user who sees the
+// file name instead.
+func errText(err error) string {
+	if se, ok := err.(*executor.SampleError); ok {
+		return se.Node + ": " + se.Err.Error()
+	}
+	return err.Error()
+}
+
+func baseName(p string) string {
+	b := filepath.Base(p)
+	return strings.TrimSuffix(b, filepath.Ext(b))
+}
+
+func writeNpy(name string, s ops.Spec, data []byte) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := npy.Write(w, s.DType, s.Dims, data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

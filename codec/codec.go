@@ -1,0 +1,249 @@
+// Package codec decodes encoded images (JPEG through libjpeg-turbo, PNG
+// through Go's image/png) into interleaved HWC uint8 buffers.
+//
+// Formats register themselves and are recognised by content, never by file
+// name. A Decoder is per-worker state: it owns native handles and scratch
+// buffers, so that decoding JPEGs in steady state allocates nothing.
+// Every failure is an *Error whose Cause tells a truncated upload from a
+// corrupt, unsupported, oversized or non-image one.
+package codec
+
+import "fmt"
+
+// Color is the pixel layout of decoded output.
+type Color uint8
+
+const (
+	RGB Color = iota + 1
+	BGR
+	Gray
+	RGBA
+	BGRA
+)
+
+var colorNames = [...]string{RGB: "RGB", BGR: "BGR", Gray: "GRAY", RGBA: "RGBA", BGRA: "BGRA"}
+
+func (c Color) String() string {
+	if c >= RGB && int(c) < len(colorNames) {
+		return colorNames[c]
+	}
+	return fmt.Sprintf("Color(%d)", uint8(c))
+}
+
+// Channels is the number of bytes per pixel, 0 for an invalid colour.
+func (c Color) Channels() int {
+	switch c {
+	case Gray:
+		return 1
+	case RGB, BGR:
+		return 3
+	case RGBA, BGRA:
+		return 4
+	}
+	return 0
+}
+
+// Options says how to decode.
+type Options struct {
+	// Color of the output; zero means RGB. Alpha is kept only for RGBA and
+	// BGRA (opaque 255 where the image has none).
+	Color Color
+	// Scale decodes at Scale/8 of the stored size in the DCT domain, for
+	// formats whose Header says Scalable; 0 or anything outside 1..8 means
+	// full size. Other formats ignore it.
+	Scale int
+	// Orient applies the EXIF orientation (JPEG only), so that the output
+	// is upright.
+	Orient bool
+	// MaxPixels rejects images whose stored width × height exceeds it,
+	// before any pixel buffer is allocated; 0 means no limit. Only
+	// DecodeImage and Decode read it; Decoder.Header takes the limit.
+	MaxPixels int
+}
+
+func (o Options) color() Color {
+	if o.Color == 0 {
+		return RGB
+	}
+	return o.Color
+}
+
+func (o Options) scale() int {
+	if o.Scale < 1 || o.Scale > 8 {
+		return 8
+	}
+	return o.Scale
+}
+
+// Header describes an encoded image without decoding it.
+type Header struct {
+	Format        string // registered format name: "JPEG", "PNG"
+	Width, Height int    // stored size, before orientation and scaling
+	// Orientation is the EXIF orientation, 1 (upright) to 8; 1 when the
+	// image has none or the format carries none.
+	Orientation int
+	// Scalable reports that Options.Scale is honoured (DCT-domain scaling).
+	Scalable bool
+
+	format int        // registry index + 1; 0 for a Header not made by Decoder
+	jpeg   jpegLayout // JPEG only
+}
+
+// Pixels is Width × Height, computed without overflow on 64-bit ints.
+func (h Header) Pixels() int { return h.Width * h.Height }
+
+// ScaledSize is the stored size decoded at scale m/8, rounded up as
+// libjpeg-turbo's TJSCALED does. Unscalable formats ignore m.
+func (h Header) ScaledSize(m int) (height, width int) {
+	if !h.Scalable || m < 1 || m >= 8 {
+		return h.Height, h.Width
+	}
+	return (h.Height*m + 7) / 8, (h.Width*m + 7) / 8
+}
+
+// OrientedSize is the stored size with orientations 5-8, which transpose,
+// swapping height and width; it ignores scaling.
+func (h Header) OrientedSize(orient bool) (height, width int) {
+	if orient && h.Orientation >= 5 {
+		return h.Width, h.Height
+	}
+	return h.Height, h.Width
+}
+
+// OutSize is the shape of what Decode produces with o.
+func (h Header) OutSize(o Options) (height, width, channels int) {
+	height, width = h.ScaledSize(o.scale())
+	if o.Orient && h.Orientation >= 5 {
+		height, width = width, height
+	}
+	return height, width, o.color().Channels()
+}
+
+// Image is a decoded image: Height rows of Width pixels of Color, packed.
+type Image struct {
+	Width, Height int
+	Color         Color
+	Pix           []byte
+}
+
+// Decoder decodes any registered format. It is per-worker state, not safe
+// for concurrent use; Close releases it.
+type Decoder struct {
+	decs []FormatDecoder // by registry index, made on first use
+}
+
+// NewDecoder makes a decoder. Format decoders (and their native handles)
+// are made on first use of each format.
+func NewDecoder() *Decoder { return &Decoder{} }
+
+// Close releases every format decoder.
+func (d *Decoder) Close() {
+	for i, fd := range d.decs {
+		if fd != nil {
+			fd.Close()
+			d.decs[i] = nil
+		}
+	}
+}
+
+// Header recognises src by content and reads its header. Images whose
+// stored width × height exceeds maxPixels (when > 0) fail with TooLarge
+// before anything is allocated for them.
+func (d *Decoder) Header(src []byte, maxPixels int) (Header, error) {
+	if len(src) == 0 {
+		return Header{}, errorf(NotImage, "empty input")
+	}
+	i, f := sniff(src)
+	if i < 0 {
+		return Header{}, errorf(NotImage, "unknown signature % x", src[:min(len(src), 8)])
+	}
+	if f.New == nil {
+		return Header{}, formatErr(Unsupported, f.Name, "%s images are not supported", f.Name)
+	}
+	fd, err := d.formatDecoder(i, f)
+	if err != nil {
+		return Header{}, err
+	}
+	h, err := fd.Header(src, maxPixels)
+	if err != nil {
+		return Header{}, err
+	}
+	h.Format, h.format = f.Name, i+1
+	if h.Orientation < 1 || h.Orientation > 8 {
+		h.Orientation = 1
+	}
+	if h.Width <= 0 || h.Height <= 0 {
+		return Header{}, formatErr(Corrupt, f.Name, "%s header gives an empty %dx%d image", f.Name, h.Width, h.Height)
+	}
+	return h, nil
+}
+
+func (d *Decoder) formatDecoder(i int, f Format) (FormatDecoder, error) {
+	for len(d.decs) <= i {
+		d.decs = append(d.decs, nil)
+	}
+	if d.decs[i] == nil {
+		fd, err := f.New()
+		if err != nil {
+			return nil, err
+		}
+		d.decs[i] = fd
+	}
+	return d.decs[i], nil
+}
+
+// Decode decodes src, whose header h came from d.Header, into dst, which
+// must hold exactly the bytes of h.OutSize(o).
+func (d *Decoder) Decode(dst, src []byte, h Header, o Options) error {
+	if h.format < 1 || h.format > len(d.decs) || d.decs[h.format-1] == nil {
+		return fmt.Errorf("codec: Decode needs a Header made by the same Decoder")
+	}
+	if o.color().Channels() == 0 {
+		return fmt.Errorf("codec: invalid output colour %v", o.Color)
+	}
+	oh, ow, oc := h.OutSize(o)
+	if len(dst) != oh*ow*oc {
+		return fmt.Errorf("codec: destination holds %d bytes; %dx%dx%d needs %d", len(dst), oh, ow, oc, oh*ow*oc)
+	}
+	return d.decs[h.format-1].Decode(dst, src, h, o)
+}
+
+// TooLargeErr is the error for a w×h image over a pixel limit, or nil when
+// it fits (limit ≤ 0 is no limit). Format decoders call it from Header as
+// soon as they know the size.
+func TooLargeErr(format string, w, h, limit int) error {
+	if e := tooLarge(format, w, h, limit); e != nil {
+		return e
+	}
+	return nil
+}
+
+func tooLarge(format string, w, h, limit int) *Error {
+	if limit > 0 && w*h > limit {
+		return formatErr(TooLarge, format, "%s image is %dx%d = %d pixels, over the limit of %d",
+			format, w, h, w*h, limit)
+	}
+	return nil
+}
+
+// DecodeImage decodes src into a new buffer.
+func (d *Decoder) DecodeImage(src []byte, o Options) (*Image, error) {
+	h, err := d.Header(src, o.MaxPixels)
+	if err != nil {
+		return nil, err
+	}
+	oh, ow, oc := h.OutSize(o)
+	img := &Image{Width: ow, Height: oh, Color: o.color(), Pix: make([]byte, oh*ow*oc)}
+	if err := d.Decode(img.Pix, src, h, o); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// Decode decodes one image with a throwaway Decoder: for tools and tests.
+// Servers keep a Decoder per worker instead.
+func Decode(src []byte, o Options) (*Image, error) {
+	d := NewDecoder()
+	defer d.Close()
+	return d.DecodeImage(src, o)
+}

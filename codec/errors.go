@@ -1,0 +1,35 @@
+package codec
+
+import "fmt"
+
+// Cause classifies why an image could not be decoded. The values spell the
+// same words as ops.Cause, so that the decode operator can map one onto the
+// other without changing messages (codec must not import ops).
+type Cause string
+
+const (
+	Truncated   Cause = "truncated"
+	NotImage    Cause = "not an image"
+	Corrupt     Cause = "corrupt data"
+	Unsupported Cause = "unsupported"
+	TooLarge    Cause = "too large"
+)
+
+// Error is a decode failure with its cause. Msg names the format and the
+// detail, e.g. "JPEG data ends early (Premature end of JPEG file)".
+type Error struct {
+	Cause  Cause
+	Format string // "JPEG", "PNG"; empty when the input was not recognised
+	Msg    string
+}
+
+func (e *Error) Error() string { return string(e.Cause) + ": " + e.Msg }
+
+func errorf(c Cause, format string, a ...any) *Error {
+	return &Error{Cause: c, Msg: fmt.Sprintf(format, a...)}
+}
+
+// formatErr is errorf for a known format.
+func formatErr(c Cause, fmtName, format string, a ...any) *Error {
+	return &Error{Cause: c, Format: fmtName, Msg: fmt.Sprintf(format, a...)}
+}

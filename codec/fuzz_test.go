@@ -1,0 +1,122 @@
+package codec
+
+import (
+	"errors"
+	"image"
+	"image/color"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fuzzSeeds are generated images of every kind the decoders handle, plus
+// the small corpus files when the corpus is present.
+func fuzzSeeds(f *testing.F) {
+	g := image.NewGray(image.Rect(0, 0, 9, 7))
+	for i := range g.Pix {
+		g.Pix[i] = uint8(i * 5)
+	}
+	g16 := image.NewGray16(image.Rect(0, 0, 5, 3))
+	pal := image.NewPaletted(image.Rect(0, 0, 6, 4), color.Palette{color.NRGBA{1, 2, 3, 0}, color.NRGBA{200, 100, 50, 255}})
+	jpg := encodeJPEG(f, gradientImage(24, 17), 80)
+	for _, seed := range [][]byte{
+		jpg,
+		encodeJPEG(f, g, 60),
+		withAPP1(jpg, exifPayload(6, true)),
+		withAPP1(jpg, exifPayload(3, false)),
+		encodePNG(f, gradientImage(11, 5)),
+		encodePNG(f, g),
+		encodePNG(f, g16),
+		encodePNG(f, pal),
+		interlacedPNG(f, image.NewNRGBA(image.Rect(0, 0, 10, 9))),
+		forgedJPEG(300, 200),
+		[]byte("GIF89a"),
+	} {
+		f.Add(seed)
+	}
+	dir, err := findCorpus()
+	if err != nil {
+		return
+	}
+	filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || filepath.Ext(path) == ".tsv" || filepath.Ext(path) == ".md" {
+			return nil
+		}
+		if info, err := e.Info(); err == nil && info.Size() <= 64<<10 {
+			if b, err := os.ReadFile(path); err == nil && Sniff(b) != "" {
+				f.Add(b)
+			}
+		}
+		return nil
+	})
+}
+
+// FuzzDecode: no input may panic or fail with anything but a classified
+// *Error, and every success must have the size its header promised. One
+// decoder serves all inputs, as a worker's does, so that state left by a
+// failure would show up in later inputs.
+func FuzzDecode(f *testing.F) {
+	fuzzSeeds(f)
+	d := NewDecoder()
+	f.Cleanup(d.Close)
+	opts := []Options{
+		{Color: RGB, Orient: true},
+		{Color: Gray, Orient: true, Scale: 3},
+		{Color: BGRA, Scale: 1},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const limit = 1 << 20 // keep each input cheap
+		h, err := d.Header(data, limit)
+		if err != nil {
+			checkFuzzErr(t, err)
+			return
+		}
+		if h.Width < 1 || h.Height < 1 || h.Width*h.Height > limit || h.Orientation < 1 || h.Orientation > 8 {
+			t.Fatalf("bad header %+v", h)
+		}
+		for _, o := range opts {
+			oh, ow, oc := h.OutSize(o)
+			sh, sw := h.ScaledSize(o.Scale)
+			if o.Orient {
+				sh, sw = OrientedDims(sh, sw, h.Orientation)
+			}
+			if oh != sh || ow != sw || oc != o.Color.Channels() || oh < 1 || ow < 1 {
+				t.Fatalf("header %+v: OutSize(%+v) = %d,%d,%d", h, o, oh, ow, oc)
+			}
+			dst := make([]byte, oh*ow*oc)
+			if err := d.Decode(dst, data, h, o); err != nil {
+				checkFuzzErr(t, err)
+				return
+			}
+		}
+	})
+}
+
+func checkFuzzErr(t *testing.T, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("unclassified error %T: %v", err, err)
+	}
+	switch e.Cause {
+	case Truncated, NotImage, Corrupt, Unsupported, TooLarge:
+	default:
+		t.Fatalf("unknown cause in %v", err)
+	}
+}
+
+// FuzzEXIF: the orientation parser returns 1 to 8 whatever the bytes.
+func FuzzEXIF(f *testing.F) {
+	for o := 0; o <= 9; o++ {
+		f.Add(exifPayload(o, o%2 == 0))
+	}
+	f.Add([]byte("Exif\x00\x00MM\x00*\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, p := range [][]byte{data, append([]byte("Exif\x00\x00"), data...)} {
+			if o := EXIFOrientation(p); o < 1 || o > 8 {
+				t.Fatalf("orientation %d", o)
+			}
+		}
+	})
+}

@@ -1,0 +1,328 @@
+package executor
+
+import (
+	"bytes"
+	"errors"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluice-dev/sluice/ops"
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+// A test-only operator: passes its input through, panics on bytes that
+// start with "PANIC", and counts its per-worker states.
+var probeStates atomic.Int64
+
+type probe struct{}
+type probeState struct{}
+
+func (probeState) Close() { probeStates.Add(-1) }
+
+func (probe) NewState() (ops.State, error)            { probeStates.Add(1); return probeState{}, nil }
+func (probe) Infer(in []ops.Spec) ([]ops.Spec, error) { return in, nil }
+func (probe) Run(_ *ops.Ctx, in, out []*ops.Tensor) error {
+	if bytes.HasPrefix(in[0].Data, []byte("PANIC")) {
+		var m map[string]int
+		m["boom"]++ // a nil-map write: a real runtime panic
+	}
+	d, err := out[0].Reshape(in[0].DType, in[0].Dims...)
+	copy(d, in[0].Data)
+	return err
+}
+
+func init() {
+	ops.Register(&ops.Schema{
+		Name: "test_probe", Inputs: []ops.Port{{Name: "x"}}, Outputs: []ops.Port{{Name: "y"}},
+		New: func(ops.Args) (ops.Op, error) { return probe{}, nil },
+	})
+}
+
+const testPipeline = `
+version: 1
+input { name: "IMAGE" }
+node { name: "probe" op: "test_probe" }
+node { op: "decode" }
+node { op: "resize" arg { name: "size" ints { v: [24, 40] } } }
+node { op: "normalize" arg { name: "scale" float: 0.00392156862745098 } arg { name: "mean" floats { v: [0.5] } } }
+output { name: "PIXELS" }
+output { name: "SMALL" source: "resize" }
+`
+
+func compile(t testing.TB, text string) *pipeline.Compiled {
+	t.Helper()
+	def, err := pipeline.ParseText([]byte(text), "test.pbtxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pipeline.Compile(def, "test.pbtxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newExec(t testing.TB, workers int) *Executor {
+	t.Helper()
+	e, err := New(compile(t, testPipeline), Options{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// testJPEG encodes a w×h gradient whose colours depend on seed.
+func testJPEG(t testing.TB, w, h, seed int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x*3 + seed*40), uint8(y*5 + seed*7), uint8(x + y + seed), 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func testBatch(t testing.TB) [][]byte {
+	return [][]byte{testJPEG(t, 64, 48, 1), testJPEG(t, 33, 71, 2), testJPEG(t, 120, 90, 3), testJPEG(t, 17, 9, 4), testJPEG(t, 50, 50, 5)}
+}
+
+// sample returns sample i of every output of a result.
+func sample(e *Executor, r *Result, i int) [][]byte {
+	var out [][]byte
+	for o, x := range r.Outputs {
+		n := e.SampleBytes(o)
+		out = append(out, bytes.Clone(x.Data[i*n:(i+1)*n]))
+	}
+	return out
+}
+
+func TestBatchEqualsSingleRuns(t *testing.T) {
+	e := newExec(t, 3)
+	imgs := testBatch(t)
+	var single [][][]byte
+	for _, img := range imgs {
+		r, err := e.Run([][][]byte{{img}})
+		if err != nil || r.Errs[0] != nil {
+			t.Fatal(err, r.Errs)
+		}
+		single = append(single, sample(e, r, 0))
+	}
+	r, err := e.Run([][][]byte{imgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Outputs[0].Spec.String(); got != "FP32[3,24,40]" {
+		t.Errorf("PIXELS spec %s", got)
+	}
+	if len(r.Outputs[0].Data) != len(imgs)*3*24*40*4 || len(r.Outputs[1].Data) != len(imgs)*24*40*3 {
+		t.Fatalf("output sizes %d, %d", len(r.Outputs[0].Data), len(r.Outputs[1].Data))
+	}
+	for i := range imgs {
+		if r.Errs[i] != nil {
+			t.Fatalf("sample %d: %v", i, r.Errs[i])
+		}
+		for o, want := range single[i] {
+			if !bytes.Equal(sample(e, r, i)[o], want) {
+				t.Errorf("sample %d output %d differs between batch and single run", i, o)
+			}
+		}
+	}
+	// Samples differ from each other: the test is not comparing zeros.
+	if bytes.Equal(single[0][1], single[1][1]) {
+		t.Fatal("two different images gave the same output")
+	}
+}
+
+func TestBadSamplesFailAlone(t *testing.T) {
+	e := newExec(t, 2)
+	imgs := testBatch(t)
+	good := e.mustRun(t, imgs)
+	bad := append([][]byte(nil), imgs...)
+	bad[1] = []byte("this is not an image at all")
+	bad[3] = imgs[3][:len(imgs[3])/2]
+	bad[4] = []byte("PANIC")
+	r, err := e.Run([][][]byte{bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int]struct {
+		node  string
+		cause ops.Cause
+	}{1: {"decode", ops.NotImage}, 3: {"decode", ops.Truncated}, 4: {"probe", ops.BadInput}} {
+		var se *SampleError
+		if !errors.As(r.Errs[i], &se) || se.Index != i || se.Node != want.node || se.Cause() != want.cause {
+			t.Errorf("sample %d: got %v, want node %s cause %q", i, r.Errs[i], want.node, want.cause)
+		}
+		for o, x := range sample(e, r, i) {
+			if !bytes.Equal(x, make([]byte, len(x))) {
+				t.Errorf("failed sample %d output %d is not zeroed", i, o)
+			}
+		}
+	}
+	if !strings.Contains(r.Errs[4].Error(), "internal error") {
+		t.Errorf("panic reported as %v", r.Errs[4])
+	}
+	for _, i := range []int{0, 2} {
+		if r.Errs[i] != nil {
+			t.Errorf("good sample %d failed: %v", i, r.Errs[i])
+		}
+		for o, x := range sample(e, r, i) {
+			if !bytes.Equal(x, good[i][o]) {
+				t.Errorf("good sample %d output %d changed next to bad samples", i, o)
+			}
+		}
+	}
+	// The executor keeps working after a panic.
+	again := e.mustRun(t, imgs)
+	if !bytes.Equal(again[4][0], good[4][0]) {
+		t.Error("output changed after a panicking batch")
+	}
+}
+
+func (e *Executor) mustRun(t *testing.T, imgs [][]byte) [][][]byte {
+	t.Helper()
+	r, err := e.Run([][][]byte{imgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][][]byte
+	for i := range imgs {
+		if r.Errs[i] != nil {
+			t.Fatalf("sample %d: %v", i, r.Errs[i])
+		}
+		out = append(out, sample(e, r, i))
+	}
+	return out
+}
+
+func TestLimits(t *testing.T) {
+	c := compile(t, testPipeline)
+	img := testJPEG(t, 64, 48, 1)
+	for _, tc := range []struct {
+		lim  ops.Limits
+		want string
+	}{
+		{ops.Limits{MaxBytes: 100, MaxPixels: 1 << 20}, "100"},
+		{ops.Limits{MaxBytes: 1 << 20, MaxPixels: 64*48 - 1}, "3071"},
+	} {
+		e, err := New(c, Options{Workers: 1, Limits: tc.lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Run([][][]byte{{img}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Errs[0]; err == nil || ops.CauseOf(err) != ops.TooLarge || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("limits %+v: got %v, want a too-large error naming %s", tc.lim, err, tc.want)
+		}
+		e.Close()
+	}
+}
+
+func TestSteadyStateAllocs(t *testing.T) {
+	e := newExec(t, 2)
+	in := [][][]byte{testBatch(t)}
+	run := func() {
+		if _, err := e.Run(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	run()
+	if n := testing.AllocsPerRun(20, run); n > 0 {
+		t.Errorf("%v allocations per batch in steady state", n)
+	}
+}
+
+func TestConcurrentRunInto(t *testing.T) {
+	e := newExec(t, 3)
+	imgs := testBatch(t)
+	want := e.mustRun(t, imgs)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs := [][]byte{make([]byte, len(imgs)*e.SampleBytes(0)), make([]byte, len(imgs)*e.SampleBytes(1))}
+			errs := make([]error, len(imgs))
+			for range 10 {
+				if err := e.RunInto([][][]byte{imgs}, outs, errs); err != nil {
+					t.Error(err)
+					return
+				}
+				for i := range imgs {
+					for o := range outs {
+						n := e.SampleBytes(o)
+						if errs[i] != nil || !bytes.Equal(outs[o][i*n:(i+1)*n], want[i][o]) {
+							t.Errorf("goroutine %d sample %d output %d wrong (%v)", g, i, o, errs[i])
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestMalformedCalls(t *testing.T) {
+	e := newExec(t, 1)
+	img := testJPEG(t, 8, 8, 0)
+	if _, err := e.Run([][][]byte{{img}, {img}}); err == nil {
+		t.Error("two inputs accepted by a one-input pipeline")
+	}
+	if err := e.RunInto([][][]byte{{img}}, [][]byte{make([]byte, 5), make([]byte, e.SampleBytes(1))}, make([]error, 1)); err == nil {
+		t.Error("short output buffer accepted")
+	}
+	if err := e.RunInto([][][]byte{{img}}, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))}, nil); err == nil {
+		t.Error("missing error slots accepted")
+	}
+	r, err := e.Run([][][]byte{{}})
+	if err != nil || len(r.Errs) != 0 || len(r.Outputs[0].Data) != 0 {
+		t.Errorf("empty batch: %v %v", r, err)
+	}
+}
+
+func TestCloseReleasesState(t *testing.T) {
+	before := probeStates.Load()
+	e, err := New(compile(t, testPipeline), Options{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := probeStates.Load() - before; got != 4 {
+		t.Fatalf("%d probe states for 4 workers", got)
+	}
+	e.Close()
+	e.Close()
+	if got := probeStates.Load() - before; got != 0 {
+		t.Fatalf("%d probe states left after Close", got)
+	}
+}
+
+func BenchmarkRun(b *testing.B) {
+	e := newExec(b, 0)
+	var imgs [][]byte
+	for i := range 32 {
+		imgs = append(imgs, testJPEG(b, 320+i, 240, i))
+	}
+	in := [][][]byte{imgs}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Run(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(imgs))/b.Elapsed().Seconds(), "images/s")
+}

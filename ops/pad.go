@@ -1,0 +1,109 @@
+package ops
+
+import (
+	"fmt"
+	"strings"
+)
+
+func init() { Register(padSchema) }
+
+var padSchema = &Schema{
+	Name: "pad",
+	Doc: "Pads an image to a fixed size (size) or up to a multiple of a number (multiple). " +
+		"Exactly one of them.",
+	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
+	Outputs: []Port{{Name: "image", Doc: "the padded image, same colour"}},
+	Args: []ArgSpec{
+		{
+			Name: "size",
+			Type: IntsArg,
+			Doc:  "output size [height, width]; a larger image fails its sample (it is never cropped)",
+			Lens: []int{2},
+			Min:  1, Max: maxSide,
+		},
+		{
+			Name: "multiple",
+			Type: IntArg,
+			Doc:  "pad height and width up to the next multiple of this",
+			Min:  1, Max: maxSide,
+		},
+		{
+			Name:    "align",
+			Type:    StringArg,
+			Doc:     "where the image goes: top_left, or center (an odd extra pixel goes to the bottom or right)",
+			Default: StrVal("top_left"),
+			Enum:    []string{"top_left", "center"},
+		},
+		fillArg(0),
+	},
+	New: newPad,
+}
+
+type padOp struct {
+	h, w     int // size; 0 when multiple
+	multiple int
+	center   bool
+	fill     fill
+}
+
+func newPad(a Args) (Op, error) {
+	o := &padOp{center: strings.EqualFold(a.Str("align"), "center"), fill: newFill(a.Floats("fill"))}
+	switch {
+	case a.Has("size") && a.Has("multiple"):
+		return nil, &ArgError{"multiple", "conflicts with size: give only one of size or multiple"}
+	case a.Has("size"):
+		s := a.Ints("size")
+		o.h, o.w = s[0], s[1]
+	case a.Has("multiple"):
+		o.multiple = a.Int("multiple")
+	default:
+		return nil, &ArgError{"size", "pad needs one of size or multiple"}
+	}
+	return o, nil
+}
+
+func (o *padOp) Infer(in []Spec) ([]Spec, error) {
+	s, c, err := oneImage("pad", in)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.fill.check("pad", c); err != nil {
+		return nil, err
+	}
+	if o.multiple > 0 {
+		return []Spec{imageSpec(Dynamic, Dynamic, c, s.Color)}, nil
+	}
+	if h, w := s.Dims[0], s.Dims[1]; h > o.h || w > o.w {
+		return nil, fmt.Errorf("pad: input %v is larger than the pad size %dx%d (HxW)", s, o.h, o.w)
+	}
+	return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil
+}
+
+func (o *padOp) Run(c *Ctx, in, out []*Tensor) error {
+	src := in[0]
+	h, w, ch, err := imageIn("pad", src)
+	if err != nil {
+		return err
+	}
+	ph, pw := o.h, o.w
+	if m := o.multiple; m > 0 {
+		ph, pw = (h+m-1)/m*m, (w+m-1)/m*m
+	} else if h > ph || w > pw {
+		return Errorf(BadInput, "pad: image of %dx%d (HxW) is larger than the pad size %dx%d", h, w, ph, pw)
+	}
+	if err := checkPixels("pad", c, ph, pw); err != nil {
+		return err
+	}
+	dst, err := out[0].Reshape(Uint8, ph, pw, ch)
+	if err != nil {
+		return err
+	}
+	out[0].Color = src.Color
+	top, left := 0, 0
+	if o.center {
+		top, left = (ph-h)/2, (pw-w)/2
+	}
+	pat := o.fill.pixel(ch)
+	place(dst, ph, pw, src.Data, h, w, ch, top, left, pat[:ch])
+	return nil
+}

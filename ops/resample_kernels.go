@@ -1,0 +1,227 @@
+package ops
+
+// Inner loops of the resampler. They are written for Go's compiler:
+//
+//   - Fixed-length subslices (p[:12], k[:4]) let it drop bounds checks.
+//   - Sums that live across a loop get spilled to the stack, so the common
+//     tap counts (2 and 4; tables are padded to even counts) are unrolled
+//     into straight-line code per output pixel, and longer filters step
+//     four taps at a time.
+//   - One function per channel count keeps a pixel's channel sums in
+//     registers.
+//
+// All arithmetic is Pillow's: int32 sums of pixel × 22-bit weight, started
+// at one half, then clip8.
+
+// clip8 turns a fixed-point sum into a byte, saturating.
+func clip8(v int32) byte {
+	v >>= rsBits
+	if uint32(v) > 255 {
+		if v < 0 {
+			return 0
+		}
+		return 255
+	}
+	return byte(v)
+}
+
+// hrow resamples one row horizontally: output pixel i sums t.taps input
+// pixels from t.start[i] on.
+func hrow(dst, src []byte, t *axisTable, c int) {
+	switch c {
+	case 1:
+		hrow1(dst, src, t.start, t.k, t.taps)
+	case 3:
+		hrow3(dst, src, t.start, t.k, t.taps)
+	case 4:
+		hrow4(dst, src, t.start, t.k, t.taps)
+	default:
+		for i, s := range t.start {
+			k := t.k[i*t.taps : (i+1)*t.taps]
+			for ch := range c {
+				s0 := int32(rsHalf)
+				for j, w := range k {
+					s0 += int32(src[(int(s)+j)*c+ch]) * w
+				}
+				dst[i*c+ch] = clip8(s0)
+			}
+		}
+	}
+}
+
+func hrow1(dst, src []byte, start, kk []int32, n int) {
+	dst = dst[:len(start)]
+	kk = kk[:n*len(start)]
+	switch n {
+	case 2:
+		for i, s := range start {
+			k, p := kk[2*i:][:2], src[s:][:2]
+			dst[i] = clip8(rsHalf + int32(p[0])*k[0] + int32(p[1])*k[1])
+		}
+	case 4:
+		for i, s := range start {
+			k, p := kk[4*i:][:4], src[s:][:4]
+			dst[i] = clip8(rsHalf + int32(p[0])*k[0] + int32(p[1])*k[1] + int32(p[2])*k[2] + int32(p[3])*k[3])
+		}
+	default:
+		for i, s := range start {
+			k, p := kk[i*n:][:n], src[s:][:n]
+			s0 := int32(rsHalf)
+			for j, w := range k {
+				s0 += int32(p[j]) * w
+			}
+			dst[i] = clip8(s0)
+		}
+	}
+}
+
+func hrow3(dst, src []byte, start, kk []int32, n int) {
+	dst = dst[:3*len(start)]
+	kk = kk[:n*len(start)]
+	switch n {
+	case 2:
+		for i, s := range start {
+			k, p, d := kk[2*i:][:2], src[3*int(s):][:6], dst[3*i:][:3]
+			w0, w1 := k[0], k[1]
+			d[0] = clip8(rsHalf + int32(p[0])*w0 + int32(p[3])*w1)
+			d[1] = clip8(rsHalf + int32(p[1])*w0 + int32(p[4])*w1)
+			d[2] = clip8(rsHalf + int32(p[2])*w0 + int32(p[5])*w1)
+		}
+	case 4:
+		for i, s := range start {
+			k, p, d := kk[4*i:][:4], src[3*int(s):][:12], dst[3*i:][:3]
+			w0, w1, w2, w3 := k[0], k[1], k[2], k[3]
+			d[0] = clip8(rsHalf + int32(p[0])*w0 + int32(p[3])*w1 + int32(p[6])*w2 + int32(p[9])*w3)
+			d[1] = clip8(rsHalf + int32(p[1])*w0 + int32(p[4])*w1 + int32(p[7])*w2 + int32(p[10])*w3)
+			d[2] = clip8(rsHalf + int32(p[2])*w0 + int32(p[5])*w1 + int32(p[8])*w2 + int32(p[11])*w3)
+		}
+	default:
+		for i, s := range start {
+			k, p := kk[i*n:][:n], src[3*int(s):][:3*n]
+			s0, s1, s2 := int32(rsHalf), int32(rsHalf), int32(rsHalf)
+			for len(k) >= 4 {
+				w, q := k[:4], p[:12]
+				s0 += int32(q[0])*w[0] + int32(q[3])*w[1] + int32(q[6])*w[2] + int32(q[9])*w[3]
+				s1 += int32(q[1])*w[0] + int32(q[4])*w[1] + int32(q[7])*w[2] + int32(q[10])*w[3]
+				s2 += int32(q[2])*w[0] + int32(q[5])*w[1] + int32(q[8])*w[2] + int32(q[11])*w[3]
+				k, p = k[4:], p[12:]
+			}
+			for len(k) >= 2 {
+				w0, w1, q := k[0], k[1], p[:6]
+				s0 += int32(q[0])*w0 + int32(q[3])*w1
+				s1 += int32(q[1])*w0 + int32(q[4])*w1
+				s2 += int32(q[2])*w0 + int32(q[5])*w1
+				k, p = k[2:], p[6:]
+			}
+			if len(k) == 1 {
+				w, q := k[0], p[:3]
+				s0 += int32(q[0]) * w
+				s1 += int32(q[1]) * w
+				s2 += int32(q[2]) * w
+			}
+			d := dst[3*i:][:3]
+			d[0], d[1], d[2] = clip8(s0), clip8(s1), clip8(s2)
+		}
+	}
+}
+
+func hrow4(dst, src []byte, start, kk []int32, n int) {
+	dst = dst[:4*len(start)]
+	kk = kk[:n*len(start)]
+	switch n {
+	case 2:
+		for i, s := range start {
+			k, p, d := kk[2*i:][:2], src[4*int(s):][:8], dst[4*i:][:4]
+			w0, w1 := k[0], k[1]
+			d[0] = clip8(rsHalf + int32(p[0])*w0 + int32(p[4])*w1)
+			d[1] = clip8(rsHalf + int32(p[1])*w0 + int32(p[5])*w1)
+			d[2] = clip8(rsHalf + int32(p[2])*w0 + int32(p[6])*w1)
+			d[3] = clip8(rsHalf + int32(p[3])*w0 + int32(p[7])*w1)
+		}
+	case 4:
+		for i, s := range start {
+			k, p, d := kk[4*i:][:4], src[4*int(s):][:16], dst[4*i:][:4]
+			w0, w1, w2, w3 := k[0], k[1], k[2], k[3]
+			d[0] = clip8(rsHalf + int32(p[0])*w0 + int32(p[4])*w1 + int32(p[8])*w2 + int32(p[12])*w3)
+			d[1] = clip8(rsHalf + int32(p[1])*w0 + int32(p[5])*w1 + int32(p[9])*w2 + int32(p[13])*w3)
+			d[2] = clip8(rsHalf + int32(p[2])*w0 + int32(p[6])*w1 + int32(p[10])*w2 + int32(p[14])*w3)
+			d[3] = clip8(rsHalf + int32(p[3])*w0 + int32(p[7])*w1 + int32(p[11])*w2 + int32(p[15])*w3)
+		}
+	default:
+		for i, s := range start {
+			k, p := kk[i*n:][:n], src[4*int(s):][:4*n]
+			s0, s1, s2, s3 := int32(rsHalf), int32(rsHalf), int32(rsHalf), int32(rsHalf)
+			for len(k) >= 4 {
+				w, q := k[:4], p[:16]
+				s0 += int32(q[0])*w[0] + int32(q[4])*w[1] + int32(q[8])*w[2] + int32(q[12])*w[3]
+				s1 += int32(q[1])*w[0] + int32(q[5])*w[1] + int32(q[9])*w[2] + int32(q[13])*w[3]
+				s2 += int32(q[2])*w[0] + int32(q[6])*w[1] + int32(q[10])*w[2] + int32(q[14])*w[3]
+				s3 += int32(q[3])*w[0] + int32(q[7])*w[1] + int32(q[11])*w[2] + int32(q[15])*w[3]
+				k, p = k[4:], p[16:]
+			}
+			for len(k) >= 2 {
+				w0, w1, q := k[0], k[1], p[:8]
+				s0 += int32(q[0])*w0 + int32(q[4])*w1
+				s1 += int32(q[1])*w0 + int32(q[5])*w1
+				s2 += int32(q[2])*w0 + int32(q[6])*w1
+				s3 += int32(q[3])*w0 + int32(q[7])*w1
+				k, p = k[2:], p[8:]
+			}
+			if len(k) == 1 {
+				w, q := k[0], p[:4]
+				s0 += int32(q[0]) * w
+				s1 += int32(q[1]) * w
+				s2 += int32(q[2]) * w
+				s3 += int32(q[3]) * w
+			}
+			d := dst[4*i:][:4]
+			d[0], d[1], d[2], d[3] = clip8(s0), clip8(s1), clip8(s2), clip8(s3)
+		}
+	}
+}
+
+// Vertical kernels: output byte i sums byte i of the taps' rows, whatever
+// the channel count.
+
+func vrow1(out, a []byte, k0 int32) {
+	a = a[:len(out)]
+	for i := range out {
+		out[i] = clip8(rsHalf + int32(a[i])*k0)
+	}
+}
+
+func vrow2(out, a, b []byte, k0, k1 int32) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = clip8(rsHalf + int32(a[i])*k0 + int32(b[i])*k1)
+	}
+}
+
+func vrow3(out, a, b, c []byte, k0, k1, k2 int32) {
+	a, b, c = a[:len(out)], b[:len(out)], c[:len(out)]
+	for i := range out {
+		out[i] = clip8(rsHalf + int32(a[i])*k0 + int32(b[i])*k1 + int32(c[i])*k2)
+	}
+}
+
+func vrow4(out, a, b, c, d []byte, k0, k1, k2, k3 int32) {
+	a, b, c, d = a[:len(out)], b[:len(out)], c[:len(out)], d[:len(out)]
+	for i := range out {
+		out[i] = clip8(rsHalf + int32(a[i])*k0 + int32(b[i])*k1 + int32(c[i])*k2 + int32(d[i])*k3)
+	}
+}
+
+// vacc4 and vacc1 add rows into the sums of a long vertical filter.
+func vacc4(acc []int32, a, b, c, d []byte, k0, k1, k2, k3 int32) {
+	a, b, c, d = a[:len(acc)], b[:len(acc)], c[:len(acc)], d[:len(acc)]
+	for i := range acc {
+		acc[i] += int32(a[i])*k0 + int32(b[i])*k1 + int32(c[i])*k2 + int32(d[i])*k3
+	}
+}
+
+func vacc1(acc []int32, a []byte, k0 int32) {
+	a = a[:len(acc)]
+	for i := range acc {
+		acc[i] += int32(a[i]) * k0
+	}
+}

@@ -1,0 +1,157 @@
+package ops
+
+import "fmt"
+
+func init() { Register(resizeSchema) }
+
+var resizeSchema = &Schema{
+	Name: "resize",
+	Doc: "Resizes an image to an exact size or by one side, keeping the aspect ratio, with Pillow's " +
+		"resampling (see interp). Exactly one of size, shorter and longer.",
+	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
+	Outputs: []Port{{Name: "image", Doc: "the resized image, same colour"}},
+	Args: append([]ArgSpec{
+		{
+			Name: "size",
+			Type: IntsArg,
+			Doc:  "exact output size [height, width]; the aspect ratio is not kept",
+			Lens: []int{2},
+			Min:  1, Max: maxSide,
+		},
+		{
+			Name: "shorter",
+			Type: IntArg,
+			Doc: "the shorter side becomes this, the longer one keeps the aspect ratio, truncated: " +
+				"torchvision's resize(size=N)",
+			Min: 1, Max: maxSide,
+		},
+		{
+			Name: "longer",
+			Type: IntArg,
+			Doc: "the longer side becomes this, the shorter one keeps the aspect ratio, truncated: " +
+				"torchvision's resize(size=None, max_size=N)",
+			Min: 1, Max: maxSide,
+		},
+		{
+			Name: "max_size",
+			Type: IntArg,
+			Doc: "with shorter only: if the longer side would exceed this, it becomes this and the " +
+				"shorter one follows (torchvision's max_size); must be larger than shorter",
+			Min: 1, Max: maxSide,
+		},
+	}, interpArgs...),
+	New: newResize,
+}
+
+type resizeMode uint8
+
+const (
+	resizeExact resizeMode = iota
+	resizeShorter
+	resizeLonger
+)
+
+type resizeOp struct {
+	mode    resizeMode
+	h, w    int // resizeExact
+	n       int // resizeShorter, resizeLonger
+	maxSize int // resizeShorter; 0 = none
+	f       interp
+	aa      bool
+}
+
+func newResize(a Args) (Op, error) {
+	o := &resizeOp{f: parseInterp(a.Str("interp")), aa: a.Bool("antialias")}
+	var given []string
+	for _, n := range []string{"size", "shorter", "longer"} {
+		if a.Has(n) {
+			given = append(given, n)
+		}
+	}
+	switch len(given) {
+	case 0:
+		return nil, &ArgError{"size", "resize needs one of size, shorter or longer"}
+	case 1:
+	default:
+		return nil, &ArgError{given[1], fmt.Sprintf("conflicts with %s: give only one of size, shorter or longer", given[0])}
+	}
+	switch given[0] {
+	case "size":
+		s := a.Ints("size")
+		o.mode, o.h, o.w = resizeExact, s[0], s[1]
+	case "shorter":
+		o.mode, o.n = resizeShorter, a.Int("shorter")
+	case "longer":
+		o.mode, o.n = resizeLonger, a.Int("longer")
+	}
+	if a.Has("max_size") {
+		o.maxSize = a.Int("max_size")
+		if o.mode != resizeShorter {
+			return nil, &ArgError{"max_size", "applies only with shorter"}
+		}
+		if o.maxSize <= o.n {
+			return nil, &ArgError{"max_size", fmt.Sprintf("%d must be larger than shorter (%d)", o.maxSize, o.n)}
+		}
+	}
+	return o, nil
+}
+
+// OutSize follows torchvision's _compute_resized_output_size: the computed
+// side is truncated, never rounded, and max_size rescales from the already
+// truncated sizes.
+func (o *resizeOp) OutSize(h, w int) (oh, ow int) {
+	if o.mode == resizeExact {
+		return o.h, o.w
+	}
+	short, long := max(min(h, w), 1), max(h, w, 1)
+	var ns, nl int
+	// Products in float64 are exact here (< 2^53), so each division rounds
+	// once, as Python's int / int does.
+	if o.mode == resizeShorter {
+		ns, nl = o.n, int(float64(o.n)*float64(long)/float64(short))
+		if o.maxSize > 0 && nl > o.maxSize {
+			ns, nl = int(float64(o.maxSize)*float64(ns)/float64(nl)), o.maxSize
+		}
+	} else {
+		ns, nl = int(float64(o.n)*float64(short)/float64(long)), o.n
+	}
+	ns, nl = max(ns, 1), max(nl, 1)
+	if w <= h {
+		return nl, ns
+	}
+	return ns, nl
+}
+
+func (o *resizeOp) Infer(in []Spec) ([]Spec, error) {
+	s, c, err := oneImage("resize", in)
+	if err != nil {
+		return nil, err
+	}
+	if o.mode == resizeExact {
+		return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil
+	}
+	return []Spec{imageSpec(Dynamic, Dynamic, c, s.Color)}, nil
+}
+
+func (o *resizeOp) NewState() (State, error) { return new(resampler), nil }
+
+func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
+	src := in[0]
+	sh, sw, ch, err := imageIn("resize", src)
+	if err != nil {
+		return err
+	}
+	// The size rule sees the full-resolution size; the pixels may be a
+	// DCT-downscaled decode of it, resampled straight to the output.
+	oh, ow := o.OutSize(src.FullHW())
+	if err := checkPixels("resize", c, oh, ow); err != nil {
+		return err
+	}
+	dst, err := out[0].Reshape(Uint8, oh, ow, ch)
+	if err != nil {
+		return err
+	}
+	out[0].Color = src.Color
+	stateOf(c).resample(dst, ow*ch, oh, ow, src.Data, sh, sw, ch, o.f, o.aa)
+	return nil
+}

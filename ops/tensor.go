@@ -1,0 +1,227 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DType is the element type of a tensor. The names follow Triton's model
+// config (TYPE_UINT8 → "UINT8") so that the backend can map them one to one.
+type DType uint8
+
+const (
+	Invalid DType = iota
+	Uint8
+	Float16
+	Float32
+)
+
+var dtypeNames = [...]string{Invalid: "INVALID", Uint8: "UINT8", Float16: "FP16", Float32: "FP32"}
+
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the byte size of one element.
+func (d DType) Size() int {
+	switch d {
+	case Uint8:
+		return 1
+	case Float16:
+		return 2
+	case Float32:
+		return 4
+	}
+	return 0
+}
+
+// ParseDType accepts Triton's names (FP32, TYPE_FP32) and the NumPy-style
+// ones (float32).
+func ParseDType(s string) (DType, error) {
+	switch strings.ToUpper(strings.TrimPrefix(strings.ToUpper(s), "TYPE_")) {
+	case "UINT8":
+		return Uint8, nil
+	case "FP16", "FLOAT16":
+		return Float16, nil
+	case "FP32", "FLOAT32":
+		return Float32, nil
+	}
+	return Invalid, fmt.Errorf("unknown dtype %q (want UINT8, FP16 or FP32)", s)
+}
+
+// Color says what the channels of an image tensor hold. Tensors that are not
+// images (letterbox's scale and offsets) have NoColor.
+type Color uint8
+
+const (
+	NoColor Color = iota
+	RGB
+	BGR
+	Gray
+	RGBA
+	BGRA
+)
+
+var colorNames = [...]string{NoColor: "NONE", RGB: "RGB", BGR: "BGR", Gray: "GRAY", RGBA: "RGBA", BGRA: "BGRA"}
+
+func (c Color) String() string {
+	if int(c) < len(colorNames) {
+		return colorNames[c]
+	}
+	return fmt.Sprintf("Color(%d)", uint8(c))
+}
+
+// Channels is the number of channels an image of this colour has.
+func (c Color) Channels() int {
+	switch c {
+	case Gray:
+		return 1
+	case RGB, BGR:
+		return 3
+	case RGBA, BGRA:
+		return 4
+	}
+	return 0
+}
+
+// ParseColor reads a colour name, case-insensitively.
+func ParseColor(s string) (Color, error) {
+	for c, n := range colorNames {
+		if c != int(NoColor) && strings.EqualFold(s, n) {
+			return Color(c), nil
+		}
+	}
+	return NoColor, fmt.Errorf("unknown colour %q (want RGB, BGR, GRAY, RGBA or BGRA)", s)
+}
+
+// Dynamic marks a dimension whose size is known only per sample.
+const Dynamic = -1
+
+// Spec describes one tensor of one sample at compile time: the batch
+// dimension is never part of it.
+type Spec struct {
+	DType DType
+	Dims  []int // Dynamic where the size depends on the sample
+	Color Color // for HWC uint8 images; NoColor otherwise
+}
+
+// Static reports whether every dimension is known.
+func (s Spec) Static() bool {
+	for _, d := range s.Dims {
+		if d < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Elems is the element count of a static spec.
+func (s Spec) Elems() int {
+	n := 1
+	for _, d := range s.Dims {
+		n *= d
+	}
+	return n
+}
+
+func (s Spec) String() string {
+	var b strings.Builder
+	b.WriteString(s.DType.String())
+	b.WriteByte('[')
+	for i, d := range s.Dims {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, d)
+	}
+	b.WriteByte(']')
+	if s.Color != NoColor {
+		b.WriteByte(' ')
+		b.WriteString(s.Color.String())
+	}
+	return b.String()
+}
+
+// IsImage reports whether the spec is an HWC uint8 image.
+func (s Spec) IsImage() bool {
+	return s.DType == Uint8 && len(s.Dims) == 3 && s.Color != NoColor
+}
+
+// Tensor is one sample's value flowing between operators. Its Data is
+// reused from sample to sample: an operator sizes its outputs with Reshape,
+// which only allocates when the buffer is too small.
+type Tensor struct {
+	DType DType
+	Dims  []int
+	Color Color
+	Data  []byte
+
+	// Full is the height and width the image would have had at full
+	// resolution, when a decoder produced it at a reduced DCT scale; zero
+	// otherwise. Size rules (resize, letterbox) compute from it so that the
+	// output shape does not depend on the decode scale.
+	Full [2]int
+
+	// fixed is set when Data is a caller-owned slot (an output of the
+	// batch) that Reshape must fill exactly, never replace.
+	fixed bool
+}
+
+// Reshape sets the tensor's type and shape and returns its data, sized to
+// match. It allocates only when the current buffer is too small.
+func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
+	n := dt.Size()
+	for _, d := range dims {
+		if d < 0 {
+			// Cloned so that dims does not escape: callers pass
+			// stack arrays on the hot path.
+			return nil, fmt.Errorf("negative dimension in %v", slices.Clone(dims))
+		}
+		n *= d
+	}
+	if t.fixed {
+		if n != len(t.Data) {
+			return nil, fmt.Errorf("output of %v %v (%d bytes) does not fit its %d-byte slot", dt, slices.Clone(dims), n, len(t.Data))
+		}
+	} else if cap(t.Data) < n {
+		t.Data = make([]byte, n, n+n/4)
+	} else {
+		t.Data = t.Data[:n]
+	}
+	t.DType = dt
+	t.Dims = append(t.Dims[:0], dims...)
+	t.Full = [2]int{}
+	return t.Data, nil
+}
+
+// Bind makes the tensor write into slot, a caller-owned buffer of exactly
+// the expected size (one sample's part of a batch output).
+func (t *Tensor) Bind(slot []byte) {
+	t.Data = slot
+	t.fixed = true
+}
+
+// Unbind returns the tensor to owning its own buffer.
+func (t *Tensor) Unbind() {
+	if t.fixed {
+		t.Data = nil
+		t.fixed = false
+	}
+}
+
+// HWC returns the height, width and channels of an image tensor.
+func (t *Tensor) HWC() (h, w, c int) {
+	return t.Dims[0], t.Dims[1], t.Dims[2]
+}
+
+// FullHW is the size the image stands for: Full when set, else its dims.
+func (t *Tensor) FullHW() (h, w int) {
+	if t.Full[0] > 0 {
+		return t.Full[0], t.Full[1]
+	}
+	return t.Dims[0], t.Dims[1]
+}

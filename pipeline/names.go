@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/sluice-dev/sluice/ops"
+)
+
+// names checks input, node and output names and indexes the referable ones.
+// Inputs and nodes share one namespace, since a reference "NAME" may mean
+// either; outputs have their own (Triton's output tensor names).
+func (c *compiler) names() {
+	for i, in := range c.def.GetInput() {
+		name, elem := in.GetName(), c.inputElem(i)
+		c.inNames = append(c.inNames, name)
+		if err := checkName(name, true); err != nil {
+			c.fail(elem, "name", err)
+			continue
+		}
+		if j, dup := c.inputs[name]; dup {
+			c.failf(elem, "name", "%q is already the name of input #%d", name, j+1)
+			continue
+		}
+		c.inputs[name] = i
+	}
+
+	for _, n := range c.def.GetNode() {
+		ni := nodeInfo{name: n.GetName(), explicit: n.GetName() != ""}
+		if !ni.explicit {
+			ni.name = n.GetOp()
+		}
+		c.nodes = append(c.nodes, ni)
+	}
+	for i := range c.nodes {
+		ni, elem := &c.nodes[i], c.nodeElem(i)
+		if !ni.explicit {
+			if ni.name == "" {
+				continue // no op either: reported with the op
+			}
+		} else if err := checkName(ni.name, true); err != nil {
+			c.fail(elem, "name", err)
+			continue
+		}
+		if j, clash := c.inputs[ni.name]; clash {
+			c.failf(elem, "name", "%q is also the name of input #%d; a reference could not tell them apart", ni.name, j+1)
+			continue
+		}
+		j, dup := c.byName[ni.name]
+		switch {
+		case !dup:
+			c.byName[ni.name] = i
+		case !ni.explicit:
+			c.failf(elem, "name", "%q (defaulted from the op) is already used by node #%d: two %q nodes need explicit names (name: \"...\")", ni.name, j+1, ni.name)
+		case !c.nodes[j].explicit:
+			c.failf(elem, "name", "%q is already used by node #%d (defaulted from its op); give one of them another name", ni.name, j+1)
+		default:
+			c.failf(elem, "name", "%q is already used by node #%d", ni.name, j+1)
+		}
+	}
+
+	seen := map[string]int{}
+	for i, o := range c.def.GetOutput() {
+		name, elem := o.GetName(), c.outputElem(i)
+		if err := checkName(name, false); err != nil {
+			c.fail(elem, "name", err)
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			c.failf(elem, "name", "%q is already the name of output #%d", name, j+1)
+			continue
+		}
+		seen[name] = i
+	}
+}
+
+// checkName rejects names that would be ambiguous or invisible in messages
+// and Triton configs. Referable names (inputs, nodes) may not contain ':',
+// which separates a node from its port in a reference.
+func checkName(name string, referable bool) error {
+	if name == "" {
+		return fmt.Errorf("missing")
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%q contains a space or control character", name)
+		}
+	}
+	if referable && strings.Contains(name, ":") {
+		return fmt.Errorf("%q contains ':', which separates a node from its output port in references", name)
+	}
+	return nil
+}
+
+// Element names for messages: 1-based positions, as people count.
+
+func (c *compiler) inputElem(i int) string {
+	return elemName("input", c.def.GetInput()[i].GetName(), i)
+}
+
+func (c *compiler) nodeElem(i int) string { return elemName("node", c.nodes[i].name, i) }
+
+func (c *compiler) outputElem(i int) string {
+	return elemName("output", c.def.GetOutput()[i].GetName(), i)
+}
+
+func elemName(kind, name string, i int) string {
+	if name == "" {
+		return fmt.Sprintf("%s #%d", kind, i+1)
+	}
+	return fmt.Sprintf("%s %q (#%d)", kind, name, i+1)
+}
+
+// inputsField names a node's inputs with their specs, for shape errors.
+func (c *compiler) inputsField(i int, in []ops.Spec) string {
+	ni := &c.nodes[i]
+	parts := make([]string, len(in))
+	for k := range in {
+		parts[k] = fmt.Sprintf("%q (%v)", ni.inText[k], in[k])
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return "input " + parts[0]
+	}
+	return "inputs " + strings.Join(parts, ", ")
+}
+
+// listNames joins names for a message, eliding all but the first few: a
+// hostile definition with thousands of nodes must not make every error
+// message thousands of names long.
+func listNames(names []string) string {
+	const show = 20
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > show {
+		return strings.Join(names[:show], ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
+	}
+	return strings.Join(names, ", ")
+}
+
+// plural spells a count of things: "1 input port", "2 input ports".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+func knownOps() string {
+	names := ops.Names()
+	if len(names) == 0 {
+		return "none registered"
+	}
+	return listNames(names)
+}
+
+func portNames(ports []ops.Port) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	n := make([]string, len(ports))
+	for i, p := range ports {
+		n[i] = p.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+func dimsString(dims []int) string {
+	s := make([]string, len(dims))
+	for i, d := range dims {
+		s[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+// suggest returns ` (did you mean "x"?)` for the closest candidate within a
+// couple of typos, or "".
+func suggest(got string, candidates []string) string {
+	if len(got) > 64 || len(candidates) > 200 {
+		return "" // not a real definition's typo: spare hostile ones the work
+	}
+	best, bestD := "", 3
+	if len(got) <= 3 {
+		bestD = 2
+	}
+	for _, c := range candidates {
+		if d := editDistance(got, c, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, or max when it is at
+// least max (names in a definition are short; the cap keeps hostile ones
+// cheap).
+func editDistance(a, b string, max int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= max {
+			return max
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(rb)], max)
+}
