@@ -2,9 +2,8 @@ package codec
 
 import "fmt"
 
-// Cause classifies why an image could not be decoded. The values spell the
-// same words as ops.Cause, so that the decode operator can map one onto the
-// other without changing messages (codec must not import ops).
+// Cause classifies why an image could not be decoded; package ops uses the
+// same type for every per-sample failure.
 type Cause string
 
 const (

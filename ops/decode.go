@@ -160,20 +160,5 @@ func decodeError(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	var cause Cause
-	switch ce.Cause {
-	case codec.Truncated:
-		cause = Truncated
-	case codec.NotImage:
-		cause = NotImage
-	case codec.Corrupt:
-		cause = Corrupt
-	case codec.Unsupported:
-		cause = Unsupported
-	case codec.TooLarge:
-		cause = TooLarge
-	default:
-		cause = BadInput
-	}
-	return &Error{Cause: cause, Msg: ce.Msg}
+	return &Error{Cause: ce.Cause, Msg: ce.Msg}
 }

@@ -7,6 +7,8 @@ package ops
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluice-dev/sluice/codec"
 )
 
 // Op is a built operator. Infer runs once at compile time; Run runs once per
@@ -70,16 +72,17 @@ type Ctx struct {
 }
 
 // Cause classifies why a sample failed, so that callers (error responses,
-// metrics) can tell a truncated upload from a hostile one.
-type Cause string
+// metrics) can tell a truncated upload from a hostile one. The decoders'
+// causes are the codec's own; BadInput covers the rest.
+type Cause = codec.Cause
 
 const (
-	Truncated   Cause = "truncated"
-	NotImage    Cause = "not an image"
-	Corrupt     Cause = "corrupt data"
-	Unsupported Cause = "unsupported"
-	TooLarge    Cause = "too large"
-	BadInput    Cause = "invalid input"
+	Truncated   = codec.Truncated
+	NotImage    = codec.NotImage
+	Corrupt     = codec.Corrupt
+	Unsupported = codec.Unsupported
+	TooLarge    = codec.TooLarge
+	BadInput    = Cause("invalid input")
 )
 
 // Error is a per-sample failure with its cause.

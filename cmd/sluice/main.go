@@ -25,9 +25,6 @@ commands:
 Run "sluice COMMAND -h" for a command's flags.
 `
 
-// errUsage marks errors whose message is the whole story (flag errors).
-var errUsage = errors.New("usage")
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -66,9 +63,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintf(stderr, "sluice %s: %s\n", args[0], oneLine(err.Error()))
-		}
+		fmt.Fprintf(stderr, "sluice %s: %s\n", args[0], oneLine(err.Error()))
 		return 1
 	}
 	return 0
@@ -77,14 +72,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 // parse parses flags that may come before, between or after positional
 // arguments ("compile p.pbtxt -o out"), and returns the positional ones.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	fs.SetOutput(stderr)
+	// Flag errors come back as one line like every other error; only -h
+	// prints the flag list.
+	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				fs.SetOutput(stderr)
+				fs.PrintDefaults()
 			}
-			return nil, errUsage
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/internal/npy"
+	"github.com/sluice-dev/sluice/ops"
+)
+
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", "..", rel)
+}
+
+const imagenet = "model_repository/preprocess_imagenet/1/pipeline.pbtxt"
+
+func sluice(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func writeJPEG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x ^ y), 255})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := jpeg.Encode(f, img, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	code, out, _ := sluice("validate", repoFile(t, imagenet))
+	if code != 0 || !strings.Contains(out, "PIXELS: FP32 dims [3,224,224]") {
+		t.Fatalf("validate: code %d\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.pbtxt")
+	os.WriteFile(bad, []byte(`version: 1
+input { name: "IMAGE" }
+node { op: "decode" }
+node { op: "resize" arg { name: "interp" str: "bilinar" } arg { name: "size" ints { v: [2, 2] } } }
+output { name: "O" }`), 0o644)
+	code, _, errOut := sluice("validate", bad)
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `bad.pbtxt: node "resize" (#2): argument "interp"`) {
+		t.Fatalf("invalid pipeline: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestCompileAndFmtRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	compact := filepath.Join(dir, "model.sluice")
+	if code, _, e := sluice("compile", repoFile(t, imagenet), "-o", compact); code != 0 {
+		t.Fatal(e)
+	}
+	_, fromText, _ := sluice("fmt", repoFile(t, imagenet))
+	code, fromCompact, e := sluice("fmt", compact)
+	if code != 0 || fromText != fromCompact || !strings.Contains(fromText, `op: "normalize"`) {
+		t.Fatalf("fmt of compact differs from fmt of text (%s):\n%s\n---\n%s", e, fromText, fromCompact)
+	}
+	if code, _, _ := sluice("validate", compact); code != 0 {
+		t.Fatal("compact form does not validate")
+	}
+}
+
+func TestRunWritesNpy(t *testing.T) {
+	dir := t.TempDir()
+	a, b, broken := filepath.Join(dir, "a.jpg"), filepath.Join(dir, "b.jpg"), filepath.Join(dir, "broken.jpg")
+	writeJPEG(t, a, 300, 200)
+	writeJPEG(t, b, 123, 345)
+	os.WriteFile(broken, []byte("\xff\xd8\xff\xe0 not really"), 0o644)
+	out := filepath.Join(dir, "out")
+	code, _, errOut := sluice("run", "--pipeline", repoFile(t, imagenet), "--out", out, "--batch", "2", a, broken, b)
+	if code != 1 {
+		t.Fatalf("a broken image must make the exit status 1, got %d", code)
+	}
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], "sluice run: "+broken+": decode: ") || lines[1] != "sluice run: 1 image(s) failed" {
+		t.Fatalf("stderr %q", errOut)
+	}
+	for _, name := range []string{"a", "b"} {
+		data, err := os.ReadFile(filepath.Join(out, name+".PIXELS.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dt, shape, px, err := npy.Read(data)
+		if err != nil || dt != ops.Float32 || !slices.Equal(shape, []int{3, 224, 224}) || bytes.Equal(px, make([]byte, len(px))) {
+			t.Fatalf("%s: %v %v %v", name, dt, shape, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "broken.PIXELS.npy")); err == nil {
+		t.Error("an output was written for the broken image")
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	dir := t.TempDir()
+	writeJPEG(t, filepath.Join(dir, "a.jpg"), 320, 240)
+	code, out, e := sluice("bench", "--json", "--duration", "50ms", "--batch", "4", "--pipeline", repoFile(t, imagenet), dir)
+	if code != 0 {
+		t.Fatal(e)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Batches < 1 || r.ImagesPerSec <= 0 || r.Failed != 0 || r.Batch != 4 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"validate"}, 1, "want one pipeline file"},
+		{[]string{"validate", filepath.Join(dir, "missing.pbtxt")}, 1, "no such file"},
+		{[]string{"compile", repoFile(t, imagenet)}, 1, "-o FILE is required"},
+		{[]string{"run", "--out", dir, "x.jpg"}, 1, "--pipeline is required"},
+		{[]string{"run", "--pipeline", repoFile(t, imagenet), "x.jpg"}, 1, "--out DIR is required"},
+		{[]string{"run", "--pipeline", repoFile(t, imagenet), "--out", dir, "a/x.jpg", "b/x.png"}, 1, "would both write x.*.npy"},
+		{[]string{"bench", "--pipeline", repoFile(t, imagenet), dir}, 1, "no .jpg, .jpeg or .png files"},
+		{[]string{"run", "--workers", "many"}, 1, "invalid value"},
+	} {
+		code, _, e := sluice(tc.args...)
+		if code != tc.code || !strings.Contains(e, tc.want) || strings.Contains(e, "goroutine") {
+			t.Errorf("sluice %v: code %d, stderr %q; want %d and %q", tc.args, code, e, tc.code, tc.want)
+		}
+	}
+}
