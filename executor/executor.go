@@ -33,8 +33,8 @@ type Executor struct {
 	limits  ops.Limits
 	workers []*worker
 	jobs    chan *batch
-	slot    []int // bytes per sample of each output
-	batches sync.Pool
+	slot    []int       // bytes per sample of each output
+	free    chan *batch // reused batch records; a sync.Pool would be emptied by every GC
 
 	mu      sync.Mutex // guards result and runOuts, and serialises Run
 	result  Result
@@ -89,7 +89,7 @@ func New(prog *pipeline.Compiled, opt Options) (*Executor, error) {
 		lim = ops.DefaultLimits
 	}
 	e := &Executor{prog: prog, limits: lim, jobs: make(chan *batch, n)}
-	e.batches.New = func() any { return new(batch) }
+	e.free = make(chan *batch, 16)
 	for _, o := range prog.Outputs {
 		if !o.Spec.Static() {
 			return nil, fmt.Errorf("output %s: shape %v is not static", o.Name, o.Spec.Dims)
@@ -207,7 +207,12 @@ func (e *Executor) RunInto(in [][][]byte, outs [][]byte, errs []error) error {
 	if n == 0 {
 		return nil
 	}
-	b := e.batches.Get().(*batch)
+	var b *batch
+	select {
+	case b = <-e.free:
+	default:
+		b = new(batch)
+	}
 	b.in, b.outs, b.errs, b.n = in, outs, errs, n
 	b.next.Store(0)
 	k := min(n, len(e.workers))
@@ -216,8 +221,11 @@ func (e *Executor) RunInto(in [][][]byte, outs [][]byte, errs []error) error {
 		e.jobs <- b
 	}
 	b.wg.Wait()
-	*b = batch{}
-	e.batches.Put(b)
+	b.in, b.outs, b.errs = nil, nil, nil // do not keep the caller's buffers alive
+	select {
+	case e.free <- b:
+	default:
+	}
 	return nil
 }
 

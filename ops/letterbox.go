@@ -113,7 +113,7 @@ func (o *letterboxOp) Run(c *Ctx, in, out []*Tensor) error {
 	fillBorder(canvas, o.h, o.w, ch, top, top+nh, left, left+nw, pat[:ch])
 	// Resample straight into the canvas: rows of the region are o.w*ch apart.
 	stride := o.w * ch
-	stateOf(c).resample(canvas[top*stride+left*ch:], stride, nh, nw, src.Data, sh, sw, ch, o.f, o.aa)
+	stateOf(c).resample(canvas[top*stride+left*ch:], stride, nh, nw, rect{0, 0, nh, nw}, src.Data, sh, sw, ch, o.f, o.aa)
 
 	scale, err := out[1].Reshape(Float32, 1)
 	if err != nil {

@@ -157,6 +157,19 @@ func (n *normalize) Run(_ *Ctx, in, out []*Tensor) error {
 func normalizeInto[T uint8 | uint16 | uint32](dst []T, px []byte, hw, c int, perm []int, luts [][256]uint32, chw bool) {
 	k := len(perm)
 	px = px[:hw*c]
+	if chw && k == 3 {
+		// The common case in one pass over the pixels, three planes out.
+		l0, l1, l2 := &luts[0], &luts[1], &luts[2]
+		p0, p1, p2 := perm[0], perm[1], perm[2]
+		d0, d1, d2 := dst[:hw], dst[hw:2*hw], dst[2*hw:3*hw]
+		for i := range d0 {
+			p := px[i*c : i*c+c]
+			d0[i] = T(l0[p[p0]])
+			d1[i] = T(l1[p[p1]])
+			d2[i] = T(l2[p[p2]])
+		}
+		return
+	}
 	for ch, ic := range perm {
 		lut := &luts[ch]
 		if chw {

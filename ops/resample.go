@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -22,6 +21,9 @@ import (
 //   - A horizontal pass into an intermediate buffer, then a vertical pass
 //     (or the other way round, by Pillow 13's rule, see resample). A pass
 //     whose size does not change is skipped.
+//   - The passes' inner loops are in C (resample.c, through resample_c.go),
+//     with AVX2 where the CPU has it; the tests keep Go versions of them as
+//     the reference.
 //
 // Weight tables depend only on (in, out, filter), so they are built once and
 // kept in a small per-worker cache together with the intermediate buffer:
@@ -141,12 +143,24 @@ type axisTable struct {
 	k     []int32
 	taps  int
 	tmp   []float64 // weights of one output pixel before rounding
+
+	// The weights in the layouts of the C SIMD loops, built on first
+	// use: for horizontal passes (1 channel, or 3 and 4) and vertical
+	// ones. See resample_c.go.
+	hw, vw simdLayout
+}
+
+// simdLayout is a table's weights in one layout of the SIMD loops.
+type simdLayout struct {
+	kind int // the layout's kind + 1; 0: not built
+	w    []int32
 }
 
 // build fills the table, following Pillow's precompute_coeffs and
 // normalize_coeffs_8bpc operation for operation so that weights match.
 func (t *axisTable) build(in, out int, f interp, aa bool) {
 	t.in, t.out, t.f, t.aa = in, out, f, aa
+	t.hw.kind, t.vw.kind = 0, 0
 	t.start = grow(t.start, out)
 	if f == interpNearest {
 		t.buildNearest()
@@ -233,8 +247,7 @@ func grow[T any](s []T, n int) []T {
 type resampler struct {
 	tables [6]axisTable // cache: a few (in, out) pairs per axis
 	clock  uint64
-	tmp    []byte  // the horizontal pass's output
-	acc    []int32 // sums of vertical passes wider than 4 taps
+	tmp    []byte // the first pass's output
 }
 
 func (r *resampler) Close() {}
@@ -260,28 +273,37 @@ func (r *resampler) table(in, out int, f interp, aa bool) *axisTable {
 	return lru
 }
 
-// resample resizes the sh×sw×c image src to dh×dw×c. Output row y starts
-// at dst[y*stride]: dst may be a region of a larger canvas (letterbox).
-func (r *resampler) resample(dst []byte, stride, dh, dw int, src []byte, sh, sw, c int, f interp, aa bool) {
-	srow, drow := sw*c, dw*c
-	if f == interpNearest {
-		r.nearest(dst, stride, dh, dw, src, sh, sw, c)
+// rect is a window of an image: rows y..y+h, columns x..x+w.
+type rect struct{ y, x, h, w int }
+
+// resample resizes the sh×sw×c image src to dh×dw×c and writes the window
+// win of the result, which must lie inside dh×dw: pixel (y, x) of the
+// window goes to dst[y*stride+x*c]. dst may be a region of a larger canvas
+// (letterbox); a window smaller than the image (resize fused with crop)
+// costs only its own pixels: weights for its columns, the first pass over
+// the input rows or columns that its second pass reads, the second over the
+// window.
+func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byte, sh, sw, c int, f interp, aa bool) {
+	if win.h <= 0 || win.w <= 0 {
 		return
 	}
+	srow, wrow := sw*c, win.w*c
 	needH, needV := dw != sw, dh != sh
 	switch {
+	case f == interpNearest:
+		tx := r.table(sw, dw, interpNearest, false)
+		ty := r.table(sh, dh, interpNearest, false)
+		nearestPass(dst, stride, src, srow, c, ty, win.y, win.h, tx, win.x, win.w)
 	case !needH && !needV:
-		for y := range dh {
-			copy(dst[y*stride:y*stride+drow], src[y*srow:])
+		for y := range win.h {
+			copy(dst[y*stride:y*stride+wrow], src[(win.y+y)*srow+win.x*c:])
 		}
 	case !needV:
 		th := r.table(sw, dw, f, aa)
-		for y := range dh {
-			hrow(dst[y*stride:y*stride+drow], src[y*srow:(y+1)*srow], th, c)
-		}
+		hpass(dst, stride, src[win.y*srow:], srow, win.h, c, th, win.x, win.w)
 	case !needH:
 		tv := r.table(sh, dh, f, aa)
-		r.vpass(dst, stride, src, srow, drow, 0, tv)
+		vpass(dst, stride, src[win.x*c:], srow, wrow, tv, win.y, win.h, 0)
 	case sh-dh > 2*(sw-dw) && dh < sh:
 		// Pillow 13 (PR 9549) goes vertical first when the height shrinks
 		// by over twice as many pixels as the width: less work, and since
@@ -289,110 +311,23 @@ func (r *resampler) resample(dst []byte, stride, dh, dw int, src []byte, sh, sw,
 		tv := r.table(sh, dh, f, aa)
 		th := r.table(sw, dw, f, aa)
 		// Only the columns that the horizontal pass reads go through the
-		// vertical one.
-		x0 := int(th.start[0]) * c
-		x1 := (int(th.start[dw-1]) + th.taps) * c
-		r.tmp = grow(r.tmp, dh*srow)
-		r.vpass(r.tmp[x0:], srow, src[x0:], srow, x1-x0, 0, tv)
-		for y := range dh {
-			hrow(dst[y*stride:y*stride+drow], r.tmp[y*srow:(y+1)*srow], th, c)
-		}
+		// vertical one; the others of tmp are stale, and read only by
+		// taps of weight 0.
+		x0 := int(th.start[win.x]) * c
+		x1 := (int(th.start[win.x+win.w-1]) + th.taps) * c
+		r.tmp = grow(r.tmp, win.h*srow)
+		vpass(r.tmp[x0:], srow, src[x0:], srow, x1-x0, tv, win.y, win.h, 0)
+		hpass(dst, stride, r.tmp, srow, win.h, c, th, win.x, win.w)
 	default:
 		tv := r.table(sh, dh, f, aa)
 		th := r.table(sw, dw, f, aa)
 		// Only the rows that the vertical pass reads go through the
 		// horizontal one.
-		y0 := int(tv.start[0])
-		y1 := int(tv.start[dh-1]) + tv.taps
-		r.tmp = grow(r.tmp, (y1-y0)*drow)
-		for y := y0; y < y1; y++ {
-			hrow(r.tmp[(y-y0)*drow:(y-y0+1)*drow], src[y*srow:(y+1)*srow], th, c)
-		}
-		r.vpass(dst, stride, r.tmp, drow, drow, y0, tv)
-	}
-}
-
-// vpass resamples vertically: output row y of n bytes is a weighted sum of
-// whole input rows, whatever the channel count. Input row j (in table
-// coordinates) starts at src[(j-first)*sstride].
-func (r *resampler) vpass(dst []byte, dstride int, src []byte, sstride, n, first int, t *axisTable) {
-	for y, s := range t.start {
-		k := t.k[y*t.taps : (y+1)*t.taps]
-		base := (int(s) - first) * sstride
-		row := func(j int) []byte { return src[base+j*sstride : base+j*sstride+n] }
-		out := dst[y*dstride : y*dstride+n]
-		switch len(k) {
-		case 1:
-			vrow1(out, row(0), k[0])
-		case 2:
-			vrow2(out, row(0), row(1), k[0], k[1])
-		case 3:
-			vrow3(out, row(0), row(1), row(2), k[0], k[1], k[2])
-		case 4:
-			vrow4(out, row(0), row(1), row(2), row(3), k[0], k[1], k[2], k[3])
-		default:
-			// Long filters (big shrink factors) sum four rows per sweep
-			// into acc, then clip.
-			r.acc = grow(r.acc, n)
-			acc := r.acc
-			for i := range acc {
-				acc[i] = rsHalf
-			}
-			j := 0
-			for ; j+4 <= len(k); j += 4 {
-				vacc4(acc, row(j), row(j+1), row(j+2), row(j+3), k[j], k[j+1], k[j+2], k[j+3])
-			}
-			for ; j < len(k); j++ {
-				vacc1(acc, row(j), k[j])
-			}
-			for i, v := range acc {
-				out[i] = clip8(v)
-			}
-		}
-	}
-}
-
-// nearest picks one input pixel per output pixel, as Pillow's NEAREST.
-// Output rows that read the same input row (upscaling) are copied.
-func (r *resampler) nearest(dst []byte, stride, dh, dw int, src []byte, sh, sw, c int) {
-	tx := r.table(sw, dw, interpNearest, false)
-	ty := r.table(sh, dh, interpNearest, false)
-	srow, drow := sw*c, dw*c
-	prev := int32(-1)
-	for y, sy := range ty.start {
-		out := dst[y*stride : y*stride+drow]
-		if sy == prev {
-			copy(out, dst[(y-1)*stride:])
-			continue
-		}
-		prev = sy
-		in := src[int(sy)*srow : int(sy+1)*srow]
-		if dw == sw {
-			copy(out, in)
-			continue
-		}
-		switch c {
-		case 1:
-			for x, sx := range tx.start {
-				out[x] = in[sx]
-			}
-		case 3:
-			out = out[:3*len(tx.start)]
-			for x, sx := range tx.start {
-				p := in[3*int(sx) : 3*int(sx)+3 : 3*int(sx)+3]
-				d := out[3*x : 3*x+3 : 3*x+3]
-				d[0], d[1], d[2] = p[0], p[1], p[2]
-			}
-		case 4:
-			out = out[:4*len(tx.start)]
-			for x, sx := range tx.start {
-				binary.LittleEndian.PutUint32(out[4*x:], binary.LittleEndian.Uint32(in[4*int(sx):]))
-			}
-		default:
-			for x, sx := range tx.start {
-				copy(out[x*c:x*c+c], in[int(sx)*c:])
-			}
-		}
+		y0 := int(tv.start[win.y])
+		y1 := int(tv.start[win.y+win.h-1]) + tv.taps
+		r.tmp = grow(r.tmp, (y1-y0)*wrow)
+		hpass(r.tmp, wrow, src[y0*srow:], srow, y1-y0, c, th, win.x, win.w)
+		vpass(dst, stride, r.tmp, wrow, wrow, tv, win.y, win.h, y0)
 	}
 }
 

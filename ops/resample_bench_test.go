@@ -56,3 +56,41 @@ func BenchmarkResample(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResamplePortable: the same without SIMD.
+func BenchmarkResamplePortable(b *testing.B) {
+	prev := setSIMD(0)
+	defer setSIMD(prev)
+	BenchmarkResample(b)
+}
+
+// BenchmarkPasses times the C passes alone on the shapes above.
+func BenchmarkPasses(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct {
+		name           string
+		sh, sw, dh, dw int
+		f              interp
+	}{
+		{"linear-500x375-341x256", 375, 500, 256, 341, interpLinear},
+		{"linear-500x375-640x480", 375, 500, 480, 640, interpLinear},
+		{"cubic-640x480-224x224", 480, 640, 224, 224, interpCubic},
+	} {
+		img := randImage(rng, c.sh, c.sw, 3)
+		r := new(resampler)
+		th := r.table(c.sw, c.dw, c.f, true)
+		tv := r.table(c.sh, c.dh, c.f, true)
+		tmp := make([]byte, c.sh*c.dw*3)
+		dst := make([]byte, c.dh*c.dw*3)
+		b.Run(c.name+"/h", func(b *testing.B) {
+			for b.Loop() {
+				hpass(tmp, c.dw*3, img.Data, c.sw*3, c.sh, 3, th, 0, c.dw)
+			}
+		})
+		b.Run(c.name+"/v", func(b *testing.B) {
+			for b.Loop() {
+				vpass(dst, c.dw*3, tmp, c.dw*3, c.dw*3, tv, 0, c.dh, 0)
+			}
+		})
+	}
+}

@@ -7,7 +7,8 @@ func init() { Register(resizeSchema) }
 var resizeSchema = &Schema{
 	Name: "resize",
 	Doc: "Resizes an image to an exact size or by one side, keeping the aspect ratio, with Pillow's " +
-		"resampling (see interp). Exactly one of size, shorter and longer.",
+		"resampling (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
+		"result is fused into it: only the kept window is computed, with the same pixels.",
 	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
 	Outputs: []Port{{Name: "image", Doc: "the resized image, same colour"}},
 	Args: append([]ArgSpec{
@@ -152,6 +153,6 @@ func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	out[0].Color = src.Color
-	stateOf(c).resample(dst, ow*ch, oh, ow, src.Data, sh, sw, ch, o.f, o.aa)
+	stateOf(c).resample(dst, ow*ch, oh, ow, rect{0, 0, oh, ow}, src.Data, sh, sw, ch, o.f, o.aa)
 	return nil
 }

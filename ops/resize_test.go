@@ -390,21 +390,23 @@ func refResample(src []byte, sh, sw, c, dh, dw int, f interp, aa bool) []byte {
 }
 
 func TestResizeMatchesReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	for i := range 400 {
-		h, w := 1+rng.IntN(70), 1+rng.IntN(70)
-		oh, ow := 1+rng.IntN(100), 1+rng.IntN(100)
-		if i%4 == 0 { // big shrinks: long filters
-			oh, ow = 1+rng.IntN(8), 1+rng.IntN(8)
+	forEachSIMD(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		for i := range 400 {
+			h, w := 1+rng.IntN(70), 1+rng.IntN(70)
+			oh, ow := 1+rng.IntN(100), 1+rng.IntN(100)
+			if i%4 == 0 { // big shrinks: long filters
+				oh, ow = 1+rng.IntN(8), 1+rng.IntN(8)
+			}
+			c := []int{1, 2, 3, 4}[i%4]
+			f := interp(1 + i%3)
+			aa := i%5 != 0
+			img := randImage(rng, h, w, c)
+			got := newRunner(t, resizeTo(t, oh, ow, f.String(), aa), 1).mustRun(t, img)
+			want := refResample(img.Data, h, w, c, oh, ow, f, aa)
+			if string(got.Data) != string(want) {
+				t.Fatalf("%v aa=%v c=%d %dx%d→%dx%d differs from the reference", f, aa, c, h, w, oh, ow)
+			}
 		}
-		c := []int{1, 2, 3, 4}[i%4]
-		f := interp(1 + i%3)
-		aa := i%5 != 0
-		img := randImage(rng, h, w, c)
-		got := newRunner(t, resizeTo(t, oh, ow, f.String(), aa), 1).mustRun(t, img)
-		want := refResample(img.Data, h, w, c, oh, ow, f, aa)
-		if string(got.Data) != string(want) {
-			t.Fatalf("%v aa=%v c=%d %dx%d→%dx%d differs from the reference", f, aa, c, h, w, oh, ow)
-		}
-	}
+	})
 }

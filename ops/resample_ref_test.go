@@ -1,6 +1,8 @@
 package ops
 
-// Inner loops of the resampler. They are written for Go's compiler:
+// The resampler's inner loops in Go: the reference that the C loops
+// (resample.c) must match byte for byte, and what the resampler ran before
+// them. They are written for Go's compiler:
 //
 //   - Fixed-length subslices (p[:12], k[:4]) let it drop bounds checks.
 //   - Sums that live across a loop get spilled to the stack, so the common
@@ -223,5 +225,63 @@ func vacc1(acc []int32, a []byte, k0 int32) {
 	a = a[:len(acc)]
 	for i := range acc {
 		acc[i] += int32(a[i]) * k0
+	}
+}
+
+// goHpass is hpass (resample_c.go) with the Go loops.
+func goHpass(dst []byte, dstride int, src []byte, sstride int, rows, c int, t *axisTable, x0, n int) {
+	v := *t
+	v.start, v.k = t.start[x0:x0+n], t.k[x0*t.taps:(x0+n)*t.taps]
+	for y := range rows {
+		hrow(dst[y*dstride:y*dstride+n*c], src[y*sstride:y*sstride+t.in*c], &v, c)
+	}
+}
+
+// goVpass is vpass (resample_c.go) with the Go loops.
+func goVpass(dst []byte, dstride int, src []byte, sstride, n int, t *axisTable, y0, rows, first int) {
+	var acc []int32
+	for y := range rows {
+		s := int(t.start[y0+y])
+		k := t.k[(y0+y)*t.taps : (y0+y+1)*t.taps]
+		base := (s - first) * sstride
+		row := func(j int) []byte { return src[base+j*sstride : base+j*sstride+n] }
+		out := dst[y*dstride : y*dstride+n]
+		switch len(k) {
+		case 1:
+			vrow1(out, row(0), k[0])
+		case 2:
+			vrow2(out, row(0), row(1), k[0], k[1])
+		case 3:
+			vrow3(out, row(0), row(1), row(2), k[0], k[1], k[2])
+		case 4:
+			vrow4(out, row(0), row(1), row(2), row(3), k[0], k[1], k[2], k[3])
+		default:
+			acc = grow(acc, n)
+			for i := range acc {
+				acc[i] = rsHalf
+			}
+			j := 0
+			for ; j+4 <= len(k); j += 4 {
+				vacc4(acc, row(j), row(j+1), row(j+2), row(j+3), k[j], k[j+1], k[j+2], k[j+3])
+			}
+			for ; j < len(k); j++ {
+				vacc1(acc, row(j), k[j])
+			}
+			for i, v := range acc {
+				out[i] = clip8(v)
+			}
+		}
+	}
+}
+
+// goNearest is nearestPass (resample_c.go) in Go.
+func goNearest(dst []byte, dstride int, src []byte, sstride, c int, ty *axisTable, y0, rows int, tx *axisTable, x0, cols int) {
+	for y := range rows {
+		in := src[int(ty.start[y0+y])*sstride:]
+		out := dst[y*dstride:]
+		for x := range cols {
+			sx := int(tx.start[x0+x])
+			copy(out[x*c:x*c+c], in[sx*c:sx*c+c])
+		}
 	}
 }

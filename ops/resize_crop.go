@@ -1,0 +1,74 @@
+package ops
+
+// Fuse absorbs a crop that follows the resize (the ImageNet pipeline's
+// resize shorter=256 → crop size=224): the fused operator resamples only
+// the window that the crop keeps, straight into the output, and never
+// holds the whole resized image. Any crop mode fuses, since the window
+// follows from the resized size alone.
+func (o *resizeOp) Fuse(next Op) (Op, bool) {
+	c, ok := next.(*cropOp)
+	if !ok {
+		return nil, false
+	}
+	return &resizeCropOp{resize: o, crop: c}, true
+}
+
+// resizeCropOp is resize then crop in one pass. Its output is the pair's,
+// byte for byte, errors included: the resize's size rule and limit apply
+// first, then the crop's window and limit on the resized size. The part of
+// the window inside the resized image is resampled alone (each output
+// pixel of the resampler depends only on its position: the weights of its
+// row and column, and Pillow's pass order, which follows from the whole
+// sizes); the rest, if any, gets the crop's fill.
+type resizeCropOp struct {
+	resize *resizeOp
+	crop   *cropOp
+}
+
+func (o *resizeCropOp) Infer(in []Spec) ([]Spec, error) {
+	mid, err := o.resize.Infer(in)
+	if err != nil {
+		return nil, err
+	}
+	return o.crop.Infer(mid)
+}
+
+// OutSize is the resize's: what a decoder feeding this operator may scale
+// its decode against is the resized image, not the window.
+func (o *resizeCropOp) OutSize(h, w int) (oh, ow int) { return o.resize.OutSize(h, w) }
+
+func (o *resizeCropOp) NewState() (State, error) { return o.resize.NewState() }
+
+func (o *resizeCropOp) Run(c *Ctx, in, out []*Tensor) error {
+	src := in[0]
+	sh, sw, ch, err := imageIn("resize", src)
+	if err != nil {
+		return err
+	}
+	oh, ow := o.resize.OutSize(src.FullHW())
+	if err := checkPixels("resize", c, oh, ow); err != nil {
+		return err
+	}
+	top, left, wh, ww := o.crop.window(oh, ow)
+	if err := checkPixels("crop", c, wh, ww); err != nil {
+		return err
+	}
+	dst, err := out[0].Reshape(Uint8, wh, ww, ch)
+	if err != nil {
+		return err
+	}
+	out[0].Color = src.Color
+	pat := o.crop.fill.pixel(ch)
+	// The window's part inside the resized image, in resized coordinates.
+	y0, y1 := max(top, 0), min(top+wh, oh)
+	x0, x1 := max(left, 0), min(left+ww, ow)
+	if y0 >= y1 || x0 >= x1 {
+		fillPixels(dst, pat[:ch])
+		return nil
+	}
+	fillBorder(dst, wh, ww, ch, y0-top, y1-top, x0-left, x1-left, pat[:ch])
+	stride := ww * ch
+	stateOf(c).resample(dst[(y0-top)*stride+(x0-left)*ch:], stride, oh, ow, rect{y0, x0, y1 - y0, x1 - x0},
+		src.Data, sh, sw, ch, o.resize.f, o.resize.aa)
+	return nil
+}
