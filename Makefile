@@ -8,7 +8,7 @@ BUILD    := build
 CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
-.PHONY: all build setup deps venv test gotest pytest vet run bench-cpu fuzz proto clean
+.PHONY: all build setup deps venv test gotest pytest vet run bench-cpu fuzz proto compact clean
 
 all: build
 
@@ -41,6 +41,11 @@ pytest: build venv
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests
 
 test: vet gotest pytest
+
+# The compact pipeline files the model folders hold, from their text form
+# (a test fails when they are stale).
+compact: build
+	for f in model_repository/*/1/pipeline.pbtxt; do $(BUILD)/sluice compile $$f -o $${f%pipeline.pbtxt}model.sluice; done
 
 # The main job until the Triton backend lands: the ImageNet example
 # pipeline over the corpus photos, outputs as .npy.

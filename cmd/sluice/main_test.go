@@ -152,3 +152,23 @@ func TestBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// The model folders carry both forms of their pipeline; the compact one
+// must be what `make compact` makes of the text one today.
+func TestCommittedCompactFormsAreFresh(t *testing.T) {
+	texts, _ := filepath.Glob(repoFile(t, "model_repository/*/1/pipeline.pbtxt"))
+	if len(texts) < 2 {
+		t.Fatalf("found %d example pipelines", len(texts))
+	}
+	for _, text := range texts {
+		out := filepath.Join(t.TempDir(), "model.sluice")
+		if code, _, e := sluice("compile", text, "-o", out); code != 0 {
+			t.Fatal(e)
+		}
+		want, _ := os.ReadFile(out)
+		got, err := os.ReadFile(filepath.Join(filepath.Dir(text), "model.sluice"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: model.sluice is missing or stale (%v): run make compact", filepath.Dir(text), err)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+"""STAND-IN classifier for the example ensemble: NOT a trained model.
+
+SCORES = softmax(W · pool(PIXELS)), where pool averages each channel over an
+8x8 grid (192 features) and W is a fixed pseudo-random 1000x192 matrix
+(seed 0). It is deterministic, cheap, and depends on every pixel region,
+so tests can check that the ensemble passes the right tensor along.
+"""
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def scores(pixels):
+    """pixels: float32 [N, 3, 224, 224] → float32 [N, 1000]."""
+    n = pixels.shape[0]
+    pooled = pixels.reshape(n, 3, 8, 28, 8, 28).mean(axis=(3, 5)).reshape(n, 192)
+    logits = pooled @ WEIGHTS.T
+    logits -= logits.max(axis=1, keepdims=True)
+    e = np.exp(logits)
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+WEIGHTS = np.random.default_rng(0).standard_normal((1000, 192)).astype(np.float32)
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            pixels = pb_utils.get_input_tensor_by_name(request, "PIXELS").as_numpy()
+            out = pb_utils.Tensor("SCORES", scores(pixels))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
+        return responses
