@@ -1,0 +1,186 @@
+package backend
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// inputForm is how a request carries the encoded images of one input.
+type inputForm uint8
+
+const (
+	// rawForm: TYPE_UINT8 dims [-1], a request tensor [B, N] holding B
+	// images of N bytes each. With B > 1 the client pads the shorter
+	// images with trailing zeros, which the decoders ignore.
+	rawForm inputForm = iota
+	// bytesForm: TYPE_STRING dims [1], a request tensor [B, 1] (or [B])
+	// of BYTES elements, one image each, of any sizes.
+	bytesForm
+)
+
+// collectInput is what the collector knows of one pipeline input.
+type collectInput struct {
+	name     string
+	form     inputForm
+	dataType string // as requests carry it: "UINT8" or "BYTES"
+}
+
+func newCollectInputs(ts []TensorConfig) []collectInput {
+	in := make([]collectInput, len(ts))
+	for i, t := range ts {
+		in[i] = collectInput{name: t.Name, form: rawForm, dataType: "UINT8"}
+		if t.DataType == typeString {
+			in[i].form, in[i].dataType = bytesForm, "BYTES"
+		}
+	}
+	return in
+}
+
+// collector gathers the images of all requests of one Execute into one
+// batch, without copying them: batch[i][s] is a slice of the request's own
+// buffer, valid until Execute returns. Its slices are reused from call to
+// call, so a steady stream of batches allocates nothing here.
+type collector struct {
+	inputs   []collectInput
+	maxBatch int64      // max_batch_size: Triton enforces it, the collector relies on it
+	batch    [][][]byte // per pipeline input, per sample
+	n        int        // samples gathered so far
+}
+
+func newCollector(inputs []collectInput, maxBatch int64) *collector {
+	return &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs))}
+}
+
+// checkBatch bounds a request's batch size before it sizes a loop.
+func (c *collector) checkBatch(in *collectInput, b int64) error {
+	if b > c.maxBatch {
+		return invalidf("input %s: batch size %d is over max_batch_size %d", in.name, b, c.maxBatch)
+	}
+	return nil
+}
+
+// add appends one request's images, returning where they start in the
+// batch and how many there are. A request that cannot be read fails alone:
+// its images are taken back out and the error says why.
+func (c *collector) add(req Request) (start, n int, err error) {
+	start = c.n
+	if req == nil {
+		return start, 0, &Error{Code: CodeInternal, Msg: "no request"}
+	}
+	n = -1
+	for i := range c.inputs {
+		in := &c.inputs[i]
+		x, err := req.Input(in.name)
+		if err != nil {
+			c.truncate(start)
+			return start, 0, invalidf("input %s: %v", in.name, err)
+		}
+		var k int
+		if in.form == bytesForm {
+			k, err = c.appendBytes(i, x)
+		} else {
+			k, err = c.appendRaw(i, x)
+		}
+		if err == nil && n >= 0 && k != n {
+			err = invalidf("input %s has %d elements, input %s has %d: every input needs the same batch size",
+				in.name, k, c.inputs[0].name, n)
+		}
+		if err != nil {
+			c.truncate(start)
+			return start, 0, err
+		}
+		n = k
+	}
+	n = max(n, 0) // a pipeline without inputs
+	c.n += n
+	return start, n, nil
+}
+
+// appendRaw splits a UINT8 [B, N] tensor into B images of N bytes.
+func (c *collector) appendRaw(i int, x Input) (int, error) {
+	in := &c.inputs[i]
+	if x.DataType != in.dataType {
+		return 0, invalidf("input %s: data type %s, the model takes %s", in.name, x.DataType, in.dataType)
+	}
+	if len(x.Shape) != 2 || x.Shape[0] < 0 || x.Shape[1] < 0 {
+		return 0, invalidf("input %s: shape %v, want [batch, bytes]: one encoded image per batch element", in.name, x.Shape)
+	}
+	b, size := x.Shape[0], x.Shape[1]
+	if err := c.checkBatch(in, b); err != nil {
+		return 0, err
+	}
+	if size > 0 && b > int64(len(x.Data))/size || b*size != int64(len(x.Data)) {
+		return 0, invalidf("input %s: %d bytes of data for shape %v", in.name, len(x.Data), x.Shape)
+	}
+	n := int(size)
+	for k := range int(b) {
+		c.batch[i] = append(c.batch[i], x.Data[k*n:(k+1)*n:(k+1)*n])
+	}
+	return int(b), nil
+}
+
+// appendBytes parses Triton's BYTES serialization, a 4-byte little-endian
+// length before each element, checking every length against the buffer:
+// the lengths come from the client.
+func (c *collector) appendBytes(i int, x Input) (int, error) {
+	in := &c.inputs[i]
+	if x.DataType != in.dataType {
+		return 0, invalidf("input %s: data type %s, the model takes %s", in.name, x.DataType, in.dataType)
+	}
+	var b int64
+	switch {
+	case len(x.Shape) == 1 && x.Shape[0] >= 0:
+		b = x.Shape[0]
+	case len(x.Shape) == 2 && x.Shape[0] >= 0 && x.Shape[1] == 1:
+		b = x.Shape[0]
+	default:
+		return 0, invalidf("input %s: shape %v, want [batch, 1]: one encoded image per BYTES element", in.name, x.Shape)
+	}
+	if err := c.checkBatch(in, b); err != nil {
+		return 0, err
+	}
+	// Every element takes at least its 4-byte length: a larger count
+	// cannot be in the buffer, and must not size a loop.
+	if b > int64(len(x.Data)/4) {
+		return 0, invalidf("input %s: %d bytes cannot hold %d BYTES elements", in.name, len(x.Data), b)
+	}
+	data := x.Data
+	off := 0
+	for k := range int(b) {
+		if len(data)-off < 4 {
+			return 0, invalidf("input %s: BYTES element %d: the buffer ends inside its 4-byte length (at byte %d of %d)", in.name, k, off, len(data))
+		}
+		size := binary.LittleEndian.Uint32(data[off:])
+		off += 4
+		if uint64(size) > uint64(len(data)-off) {
+			return 0, invalidf("input %s: BYTES element %d: length %d, but only %d bytes are left", in.name, k, size, len(data)-off)
+		}
+		end := off + int(size)
+		c.batch[i] = append(c.batch[i], data[off:end:end])
+		off = end
+	}
+	if off != len(data) {
+		return 0, invalidf("input %s: %d bytes after the last of %d BYTES elements", in.name, len(data)-off, b)
+	}
+	return int(b), nil
+}
+
+// truncate takes back the images appended since sample start.
+func (c *collector) truncate(start int) {
+	for i := range c.batch {
+		clear(c.batch[i][start:])
+		c.batch[i] = c.batch[i][:start]
+	}
+}
+
+// reset empties the batch for the next Execute, dropping the references to
+// the requests' buffers.
+func (c *collector) reset() {
+	c.truncate(0)
+	c.n = 0
+}
+
+// invalidf makes a request's error: the client sent something unreadable.
+func invalidf(format string, a ...any) *Error {
+	return &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf(format, a...)}
+}

@@ -1,0 +1,250 @@
+package backend
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+// Instance is one model instance: an executor and the buffers of its
+// Execute calls, which are reused from call to call.
+type Instance struct {
+	Name   string
+	Kind   string // as asked for: KIND_CPU, KIND_AUTO or KIND_MODEL
+	Device int
+
+	model *Model
+	log   *zap.Logger
+
+	mu     sync.Mutex // serialises Execute and Close
+	closed bool
+	exec   *executor.Executor
+	col    *collector
+	resp   *responder
+	reqs   []reqState
+	sample []error // per sample of the batch, from the executor
+	errs   []error // per request, returned by Execute
+}
+
+// reqState is one request's place in the batch and its fate.
+type reqState struct {
+	start, n int  // its images: samples [start, start+n) of the batch
+	failed   bool // its error is set; it takes no further part
+	answered bool // its outcome (outputs or error) is final
+}
+
+// NewInstance makes an instance of the given kind (Triton's
+// TRITONSERVER_InstanceGroupKindString). CPU instances are the only ones
+// for now; KIND_AUTO and KIND_MODEL run on the CPU too.
+func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
+	switch kind {
+	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL":
+	case "KIND_GPU":
+		return nil, &Error{Code: CodeUnsupported, Msg: "KIND_GPU instances are not supported yet: use instance_group [{kind: KIND_CPU}]"}
+	default:
+		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use instance_group [{kind: KIND_CPU}]", name, kind)}
+	}
+	// Each instance compiles its own operators: an executor links and
+	// fuses them (decode learns its consumer), and instances start while
+	// others execute.
+	prog, err := pipeline.Compile(m.Pipeline.Def, m.Pipeline.Source)
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
+	}
+	exec, err := executor.New(prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits})
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
+	}
+	outs := make([]respondOutput, len(m.Pipeline.Outputs))
+	for i, o := range m.Pipeline.Outputs {
+		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: exec.SampleBytes(i)}
+	}
+	inst := &Instance{
+		Name:   name,
+		Kind:   kind,
+		Device: device,
+		model:  m,
+		log:    m.log.With(zap.String("instance", name)),
+		exec:   exec,
+		col:    newCollector(newCollectInputs(m.Inputs), m.MaxBatchSize),
+		resp:   newResponder(outs),
+	}
+	if !m.register(inst) {
+		exec.Close()
+		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s: the model is unloading", name)}
+	}
+	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("workers", exec.Workers()))
+	return inst, nil
+}
+
+// Close stops the instance's executor, after an Execute in flight.
+// Idempotent.
+func (inst *Instance) Close() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.closed {
+		return
+	}
+	inst.closed = true
+	inst.exec.Close()
+	inst.model.forget(inst)
+}
+
+// Execute runs one batch of requests: it collects every request's images
+// into one batch, runs the pipeline once over it and fills each request's
+// response. errs[i] is nil when resps[i] got all its outputs, else the
+// request's error (resps[i] may then hold some outputs, which cgo must not
+// send). A bad request or a bad image fails only its own request.
+//
+// errs is owned by the instance and valid until the next Execute. Execute
+// never panics: a panic becomes a CodeInternal error for every request not
+// yet answered.
+func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, st BatchStats) {
+	now := inst.model.now
+	st.ExecStart = now()
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+
+	inst.errs = resize(inst.errs, len(reqs))
+	inst.reqs = resize(inst.reqs, len(reqs))
+	errs = inst.errs
+	defer func() {
+		if p := recover(); p != nil {
+			inst.recovered(p, errs, &st)
+		}
+		inst.col.reset()
+		clear(inst.sample) // drop the per-sample errors
+	}()
+
+	if inst.closed {
+		for i := range errs {
+			errs[i] = &Error{Code: CodeUnavailable, Msg: "the model instance is closed"}
+		}
+		st.ComputeStart, st.ComputeEnd, st.ExecEnd = now(), now(), now()
+		return errs, st
+	}
+
+	n := inst.collect(reqs)
+	st.ComputeStart = now()
+	inst.run(n)
+	st.ComputeEnd = now()
+	inst.respond(reqs, resps)
+	st.Samples = n
+	st.ExecEnd = now()
+	return errs, st
+}
+
+// collect gathers every request's images; a request that cannot be read
+// gets its error and no place in the batch.
+func (inst *Instance) collect(reqs []Request) int {
+	for i, req := range reqs {
+		start, n, err := inst.col.add(req)
+		inst.reqs[i] = reqState{start: start, n: n}
+		if err != nil {
+			inst.fail(i, err)
+		}
+	}
+	return inst.col.n
+}
+
+// run processes the batch of n samples into the responder's buffers.
+func (inst *Instance) run(n int) {
+	inst.resp.prepare(n)
+	inst.sample = resize(inst.sample, n)
+	err := inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample)
+	if err == nil {
+		return
+	}
+	// A malformed call: a bug here, not in the requests.
+	for i := range inst.reqs {
+		if !inst.reqs[i].failed {
+			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("executor: %v", err)})
+		}
+	}
+}
+
+// respond answers every request still standing: its outputs when all its
+// images succeeded, else an error naming the first that failed.
+func (inst *Instance) respond(reqs []Request, resps []Response) {
+	for i := range reqs {
+		r := &inst.reqs[i]
+		if r.failed {
+			continue
+		}
+		if err := inst.sampleError(r); err != nil {
+			inst.fail(i, err)
+			continue
+		}
+		var resp Response
+		if i < len(resps) {
+			resp = resps[i]
+		}
+		if err := inst.resp.respond(resp, r.start, r.n); err != nil {
+			inst.fail(i, err)
+			continue
+		}
+		r.answered = true
+	}
+}
+
+// sampleError returns the request's error when any of its images failed.
+func (inst *Instance) sampleError(r *reqState) error {
+	first, failed := -1, 0
+	for k, err := range inst.sample[r.start : r.start+r.n] {
+		if err != nil {
+			if first < 0 {
+				first = k
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	msg := inst.model.blame.sampleMessage(first, inst.sample[r.start+first])
+	if failed > 1 {
+		msg += fmt.Sprintf(" (and %d more of the request's %d elements failed)", failed-1, r.n)
+	}
+	return &Error{Code: CodeInvalidArg, Msg: msg}
+}
+
+// fail records request i's error and logs it at Debug.
+func (inst *Instance) fail(i int, err error) {
+	inst.errs[i] = err
+	inst.reqs[i].failed = true
+	inst.reqs[i].answered = true
+	logRequestError(inst.log, i, err)
+}
+
+// recovered turns a panic into errors for the requests not yet answered and
+// completes the timestamps, so that cgo still sends one response each.
+func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
+	inst.log.Error("sluice Execute panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	for i := range errs {
+		if i >= len(inst.reqs) || !inst.reqs[i].answered {
+			errs[i] = &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
+		}
+	}
+	t := inst.model.now()
+	for _, ts := range []*uint64{&st.ComputeStart, &st.ComputeEnd, &st.ExecEnd} {
+		if *ts == 0 {
+			*ts = t
+		}
+	}
+}
+
+// resize returns s with length n, reusing its array when large enough,
+// every element zero.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}

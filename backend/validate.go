@@ -1,0 +1,144 @@
+package backend
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+// validate checks the model config against the pipeline. It reports every
+// problem at once, each naming the input or output and what differs, with
+// the fix where there is one: whoever reads it has only config.pbtxt to
+// edit, and one round trip per mistake is slow with a server in between.
+func validate(c *config, prog *pipeline.Compiled) error {
+	v := validator{prog: prog, file: filepath.Base(prog.Source)}
+	if v.file == "." || v.file == "" {
+		v.file = "the pipeline"
+	}
+	if c.maxBatchSize <= 0 {
+		v.addf("max_batch_size is %d: Sluice batches images, so it must be > 0 (for example max_batch_size: %d)",
+			c.maxBatchSize, DefaultMaxBatchSize)
+	}
+	v.extra("input", c.inputs, prog.Inputs)
+	v.extra("output", c.outputs, outputNames(prog))
+	for _, name := range prog.Inputs {
+		i := findTensor(c.inputs, name)
+		if i < 0 {
+			v.addf("pipeline input %q has no config input: add input { name: %q data_type: TYPE_UINT8 dims: [-1] allow_ragged_batch: true }",
+				name, name)
+			continue
+		}
+		v.input(c, c.inputs[i])
+	}
+	for _, o := range prog.Outputs {
+		want := outputConfig(o)
+		i := findTensor(c.outputs, o.Name)
+		if i < 0 {
+			v.addf("pipeline output %q has no config output: add output { name: %q data_type: %s dims: %s }",
+				o.Name, o.Name, want.DataType, dimsString(want.Dims))
+			continue
+		}
+		v.output(c.outputs[i], want)
+	}
+	return v.err()
+}
+
+type validator struct {
+	prog     *pipeline.Compiled
+	file     string
+	problems []string
+}
+
+func (v *validator) addf(format string, a ...any) {
+	v.problems = append(v.problems, fmt.Sprintf(format, a...))
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeInvalidArg, Msg: strings.Join(v.problems, "\n")}
+}
+
+// extra reports config tensors the pipeline does not have, and duplicates:
+// Triton would accept requests carrying them and Sluice would ignore them.
+func (v *validator) extra(kind string, ts []TensorConfig, names []string) {
+	for i, t := range ts {
+		switch {
+		case t.Name == "":
+			v.addf("config %s #%d has no name", kind, i+1)
+		case !slices.Contains(names, t.Name):
+			v.addf("config %s %q is not a pipeline %s (%s has %s %s): remove it or rename it",
+				kind, t.Name, kind, v.file, plural(kind, len(names)), strings.Join(names, ", "))
+		case findTensor(ts[:i], t.Name) >= 0:
+			v.addf("config %s %q is listed twice", kind, t.Name)
+		}
+	}
+}
+
+func (v *validator) input(c *config, t TensorConfig) {
+	if t.reshape {
+		v.addf("config input %q: reshape is not supported: each batch element is one encoded image", t.Name)
+	}
+	if t.optional {
+		v.addf("config input %q: optional inputs are not supported: the pipeline reads every input of every request", t.Name)
+	}
+	switch t.DataType {
+	case typeUint8:
+		if !slices.Equal(t.Dims, rawDims) {
+			v.addf("config input %q: TYPE_UINT8 needs dims [-1] (the encoded bytes of one image per batch element), not %s",
+				t.Name, dimsString(t.Dims))
+		}
+		if c.maxBatchSize > 0 && c.dynamicBatch && !t.AllowRaggedBatch {
+			v.addf("config input %q: set allow_ragged_batch: true: encoded images differ in size, and without it the dynamic batcher only batches requests whose images have the same byte length",
+				t.Name)
+		}
+	case typeString:
+		if !slices.Equal(t.Dims, bytesDims) {
+			v.addf("config input %q: TYPE_STRING needs dims [1] (one encoded image per BYTES element), not %s",
+				t.Name, dimsString(t.Dims))
+		}
+	default:
+		v.addf("config input %q: data_type %s is not supported: a pipeline input takes encoded images, as TYPE_UINT8 with dims [-1] or TYPE_STRING with dims [1]",
+			t.Name, t.DataType)
+	}
+}
+
+func (v *validator) output(t, want TensorConfig) {
+	if t.reshape {
+		v.addf("config output %q: reshape is not supported: give the pipeline's dims %s", t.Name, dimsString(want.Dims))
+	}
+	if t.DataType != want.DataType {
+		v.addf("config output %q: data_type %s, but %s produces %s", t.Name, t.DataType, v.file, want.DataType)
+	}
+	if !slices.Equal(t.Dims, want.Dims) {
+		v.addf("config output %q: dims %s, but %s produces %s", t.Name, dimsString(t.Dims), v.file, dimsString(want.Dims))
+	}
+}
+
+// outputConfig is the config output a pipeline output needs.
+func outputConfig(o pipeline.Output) TensorConfig {
+	dims := make([]int64, len(o.Spec.Dims))
+	for i, d := range o.Spec.Dims {
+		dims[i] = int64(d)
+	}
+	return TensorConfig{Name: o.Name, DataType: "TYPE_" + o.Spec.DType.String(), Dims: dims}
+}
+
+func outputNames(prog *pipeline.Compiled) []string {
+	names := make([]string, len(prog.Outputs))
+	for i, o := range prog.Outputs {
+		names[i] = o.Name
+	}
+	return names
+}
+
+func plural(kind string, n int) string {
+	if n == 1 {
+		return kind
+	}
+	return kind + "s"
+}
