@@ -30,11 +30,26 @@ setup: deps venv
 build: deps
 	$(GO) build -o $(BUILD)/sluice ./cmd/sluice
 
+# The Triton backend, a C shared library that tritonserver loads from
+# <backend-directory>/sluice/. go build also writes a C header of the
+# exported functions next to it; nothing uses that (Triton declares the
+# entry points itself), so it is removed and the folder deploys as it is.
+BACKEND_SO := $(BUILD)/backends/sluice/libtriton_sluice.so
+backend: turbojpeg-pic
+	$(GO) build -buildmode=c-shared -o $(BACKEND_SO) ./cgo
+	rm -f $(BACKEND_SO:.so=.h)
+
+# A PIC libturbojpeg.a for the backend: Debian's cannot be linked into a
+# shared object (scripts/turbojpeg-pic.sh says why). Quick when up to date.
+turbojpeg-pic: deps
+	scripts/turbojpeg-pic.sh $(BUILD)/turbojpeg-pic
+
 vet: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-gotest: deps
+# turbojpeg-pic: cgo's test builds the backend library and checks its symbols.
+gotest: deps turbojpeg-pic
 	$(GO) test ./...
 
 pytest: build venv

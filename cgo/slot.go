@@ -1,0 +1,149 @@
+package main
+
+/*
+#include "triton.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/sluice-dev/sluice/backend"
+)
+
+// slot is one request of an Execute call together with its response. It
+// is both the backend.Request and the backend.Response handed to backend,
+// so the two cannot get out of step.
+type slot struct {
+	st   *instanceState
+	req  *C.TRITONBACKEND_Request
+	resp *C.TRITONBACKEND_Response
+}
+
+// Input returns a request input. Data is Triton's own memory when the
+// input is one buffer (the usual case) and a copy in the instance's arena
+// when it is several; either way it is valid until Execute returns.
+func (s *slot) Input(name string) (backend.Input, error) {
+	var in *C.TRITONBACKEND_Input
+	// Error text is only built on failure: this runs for every request.
+	if e := C.TRITONBACKEND_RequestInput(s.req, s.st.names.get(name), &in); e != nil {
+		return backend.Input{}, goError("input "+name, e)
+	}
+	var (
+		dt     C.TRITONSERVER_DataType
+		shape  *C.int64_t
+		dims   C.uint32_t
+		size   C.uint64_t
+		chunks C.uint32_t
+	)
+	if e := C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &chunks); e != nil {
+		return backend.Input{}, goError("input "+name, e)
+	}
+	data, err := s.inputData(in, name, uint64(size), uint32(chunks))
+	if err != nil {
+		return backend.Input{}, err
+	}
+	return backend.Input{
+		DataType: dataTypeName(dt),
+		// A copy: backend may keep a shape longer than the request lives.
+		Shape: append([]int64(nil), unsafe.Slice((*int64)(unsafe.Pointer(shape)), int(dims))...),
+		Data:  data,
+	}, nil
+}
+
+// inputData returns an input's bytes, without copying when Triton holds
+// them in one buffer.
+func (s *slot) inputData(in *C.TRITONBACKEND_Input, name string, size uint64, chunks uint32) ([]byte, error) {
+	switch chunks {
+	case 0:
+		return nil, nil
+	case 1:
+		return inputBuffer(in, name, 0)
+	}
+	if size > math.MaxInt {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, size)}
+	}
+	dst := s.st.arena.take(int(size))
+	off := 0
+	for i := uint32(0); i < chunks; i++ {
+		b, err := inputBuffer(in, name, i)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > len(dst)-off {
+			return nil, &backend.Error{Code: backend.CodeInternal,
+				Msg: fmt.Sprintf("input %s: its buffers hold more than the %d bytes Triton reports", name, size)}
+		}
+		off += copy(dst[off:], b)
+	}
+	if off != len(dst) {
+		return nil, &backend.Error{Code: backend.CodeInternal,
+			Msg: fmt.Sprintf("input %s: its buffers hold %d bytes, Triton reports %d", name, off, size)}
+	}
+	return dst, nil
+}
+
+// inputBuffer returns one of an input's buffers over Triton's memory. It
+// must be host memory: an input placed on a GPU by an upstream model is
+// refused rather than copied, as Sluice's inputs are encoded images that
+// arrive from clients in host memory.
+func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, error) {
+	var (
+		p     unsafe.Pointer
+		n     C.uint64_t
+		mem   = C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
+		memID C.int64_t
+	)
+	if e := C.TRITONBACKEND_InputBuffer(in, C.uint32_t(i), &p, &n, &mem, &memID); e != nil {
+		return nil, goError("input "+name, e)
+	}
+	if mem == C.TRITONSERVER_MEMORY_GPU {
+		return nil, &backend.Error{Code: backend.CodeUnsupported,
+			Msg: fmt.Sprintf("input %s is in GPU memory (device %d); sluice reads its inputs from host memory", name, int64(memID))}
+	}
+	if uint64(n) > math.MaxInt {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, uint64(n))}
+	}
+	return unsafe.Slice((*byte)(p), int(n)), nil
+}
+
+// Output adds an output to the response and returns its buffer, Triton's
+// host memory, to fill until Execute returns.
+func (s *slot) Output(name, dataType string, shape []int64) ([]byte, error) {
+	dt, elemSize, ok := dataTypeByName(dataType)
+	if !ok {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: unknown data type %q", name, dataType)}
+	}
+	if elemSize == 0 {
+		return nil, &backend.Error{Code: backend.CodeUnsupported,
+			Msg: fmt.Sprintf("output %s: %s has no fixed element size; the buffer size cannot follow from the shape", name, dataType)}
+	}
+	size, err := byteSize(shape, elemSize)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: "output " + name + ": " + err.Error()}
+	}
+	var cshape *C.int64_t
+	if len(shape) > 0 {
+		// Triton copies the shape; the Go memory is not kept.
+		cshape = (*C.int64_t)(unsafe.Pointer(&shape[0]))
+	}
+	var out *C.TRITONBACKEND_Output
+	if e := C.TRITONBACKEND_ResponseOutput(s.resp, &out, s.st.names.get(name), dt, cshape, C.uint32_t(len(shape))); e != nil {
+		return nil, goError("output "+name, e)
+	}
+	var (
+		p     unsafe.Pointer
+		mem   = C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
+		memID C.int64_t
+	)
+	if e := C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(size), &mem, &memID); e != nil {
+		return nil, goError("output "+name, e)
+	}
+	if mem == C.TRITONSERVER_MEMORY_GPU {
+		return nil, &backend.Error{Code: backend.CodeUnsupported,
+			Msg: fmt.Sprintf("output %s: Triton gave GPU memory (device %d) for a host-memory request", name, int64(memID))}
+	}
+	return unsafe.Slice((*byte)(p), size), nil
+}
