@@ -1,5 +1,11 @@
 # Sluice build and test entry points. `make test` and `make run` set up
 # everything they need on a fresh Debian/Ubuntu machine (as root for apt).
+#
+#   make run       Triton serving model_repository/ with the Sluice backend, in
+#                  the foreground (Ctrl-C stops it); HTTP_PORT, GRPC_PORT,
+#                  METRICS_PORT override 8000/8001/8002
+#   make run-bg    the same in the background; make stop ends it
+#   make test      gofmt, go vet, go test, the accuracy tests, the real-server tests
 
 GO       ?= go
 PYTHON   ?= python3
@@ -8,7 +14,8 @@ BUILD    := build
 CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
-.PHONY: all build setup deps venv test gotest pytest vet run bench-cpu fuzz proto compact clean
+.PHONY: all build setup deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
+	bench-cpu fuzz proto compact clean
 
 all: build
 
@@ -52,19 +59,64 @@ vet: deps
 gotest: deps turbojpeg-pic
 	$(GO) test ./...
 
+# tests/triton runs in its own venv (tritonclient needs numpy < 2): test-triton.
 pytest: build venv
-	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests
+	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests --ignore=tests/triton
 
-test: vet gotest pytest
+test: vet gotest pytest test-triton
+
+# Real Triton: tritonserver 2.51.0 from the nvidia-pytriton wheel, tritonclient
+# and perf_analyzer, in their own venv (tests/triton/requirements.txt); on
+# Debian, libpython3.X for the python backend's stub. scripts/triton.sh does
+# it all and is quick when everything is in place.
+TRITON_VENV  := .venv-triton
+TRITON_WORK  := $(BUILD)/triton
+TRITON_HOST  ?= 127.0.0.1
+HTTP_PORT    ?= 8000
+GRPC_PORT    ?= 8001
+METRICS_PORT ?= 8002
+TRITON_ARGS = --venv $(TRITON_VENV) --model-repo model_repository --backend-dir $(BUILD)/backends \
+	--work-dir $(TRITON_WORK) --host $(TRITON_HOST) \
+	--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
+
+triton:
+	PYTHON=$(PYTHON) scripts/triton.sh --install-only --venv $(TRITON_VENV) --work-dir $(TRITON_WORK)
+
+# The main job: Triton serving model_repository/ with the Sluice backend on
+# $(TRITON_HOST); prints how to call it, then follows the server log in the
+# foreground. Ctrl-C stops the server.
+run: backend triton
+	scripts/triton.sh --foreground $(TRITON_ARGS)
+
+# The same in the background (pid, ports, log in $(TRITON_WORK)/triton.env).
+run-bg: backend triton
+	scripts/triton.sh $(TRITON_ARGS) >/dev/null
+	@scripts/triton.sh --howto --work-dir $(TRITON_WORK)
+
+stop:
+	scripts/triton.sh --stop --work-dir $(TRITON_WORK)
+
+# Tests against the real server (tests/triton): one server per session on
+# free ports, so they run next to `make run`.
+test-triton: backend build triton
+	SLUICE_BIN=$(abspath $(BUILD)/sluice) SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) \
+	  $(TRITON_VENV)/bin/pytest -q tests/triton
+
+# perf_analyzer over gRPC, real JPEGs, concurrency 1-8: a Markdown table
+# (for docs/perf.md). Starts its own server unless PERF_ARGS names one
+# (e.g. PERF_ARGS="--work-dir build/triton" after make run-bg).
+PERF_ARGS ?=
+perf-triton: backend triton
+	scripts/perf_triton.sh $(PERF_ARGS)
 
 # The compact pipeline files the model folders hold, from their text form
 # (a test fails when they are stale).
 compact: build
 	for f in model_repository/*/1/pipeline.pbtxt; do $(BUILD)/sluice compile $$f -o $${f%pipeline.pbtxt}model.sluice; done
 
-# The main job until the Triton backend lands: the ImageNet example
-# pipeline over the corpus photos, outputs as .npy.
-run: build
+# The CLI alone, no server: the ImageNet example pipeline over the corpus
+# photos, outputs as .npy.
+run-cli: build
 	$(BUILD)/sluice validate model_repository/preprocess_imagenet/1/pipeline.pbtxt
 	$(BUILD)/sluice run --pipeline model_repository/preprocess_imagenet/1/pipeline.pbtxt \
 	  --out $(BUILD)/out $(CORPUS)/jpeg/derived/*.jpg

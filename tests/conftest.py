@@ -11,6 +11,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+# tests/triton needs a real tritonserver and its own venv (.venv-triton,
+# numpy < 2): `make test-triton` runs it.
+collect_ignore = ["triton"]
+
 
 def corpus_dir():
     return pathlib.Path(os.environ.get("SLUICE_CORPUS", ROOT.parent / "shared" / "corpus"))

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Input data for perf_analyzer from the photo corpus: one entry per encoded
+image, its bytes base64-encoded, its shape its length.
+
+    python scripts/perf_data.py -o build/perf/jpegs.json
+    perf_analyzer -m preprocess_imagenet --input-data build/perf/jpegs.json ...
+
+perf_analyzer sends the entries in turn, one image per request ([1, N] with
+-b 1), so a run covers every photo. The default set is the ImageNet-size
+photos of corpus/jpeg/derived and corpus/jpeg/native (docs/perf.md's CPU
+numbers use the same files). Standard library only.
+"""
+
+import argparse
+import base64
+import json
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--out", required=True, help="JSON file to write")
+    ap.add_argument(
+        "--corpus",
+        default=os.environ.get("SLUICE_CORPUS", str(ROOT.parent / "shared" / "corpus")),
+        help="photo corpus ($SLUICE_CORPUS, default ../shared/corpus)",
+    )
+    ap.add_argument(
+        "--dirs",
+        nargs="+",
+        default=["jpeg/derived", "jpeg/native"],
+        help="folders of the corpus to take images from (default: jpeg/derived jpeg/native)",
+    )
+    ap.add_argument("--ext", nargs="+", default=[".jpg", ".jpeg"], help="file name endings (default: .jpg .jpeg)")
+    ap.add_argument("--input", default="IMAGE", help="the model's input name (default IMAGE)")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many images (0: all)")
+    a = ap.parse_args()
+
+    corpus = pathlib.Path(a.corpus)
+    files = []
+    for d in a.dirs:
+        folder = corpus / d
+        if not folder.is_dir():
+            sys.exit(f"perf_data.py: no folder {folder} (set --corpus or SLUICE_CORPUS)")
+        files += sorted(p for p in folder.iterdir() if p.suffix.lower() in a.ext and p.is_file())
+    if a.limit > 0:
+        files = files[: a.limit]
+    if not files:
+        sys.exit(f"perf_data.py: no {'/'.join(a.ext)} files in {', '.join(a.dirs)} under {corpus}")
+
+    data = []
+    total = 0
+    for p in files:
+        b = p.read_bytes()
+        total += len(b)
+        # UINT8 [-1] input: shape without the batch dimension.
+        data.append({a.input: {"content": {"b64": base64.b64encode(b).decode("ascii")}, "shape": [len(b)]}})
+    out = pathlib.Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"data": data}))
+    print(
+        f"perf_data.py: {len(files)} images, mean {total / len(files) / 1000:.1f} kB, from {', '.join(a.dirs)} -> {out}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

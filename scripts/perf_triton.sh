@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# perf_analyzer over gRPC against Sluice models served by a real Triton, with
+# real JPEGs, and a Markdown table of the results (for docs/perf.md).
+#
+#   scripts/perf_triton.sh [OPTIONS]
+#
+#   --work-dir DIR      use the server scripts/triton.sh started there (e.g. build/triton after
+#                       `make run-bg`); without it, a server is started on free ports for the run
+#                       (model_repository/, build/backends) and stopped at the end
+#   --models "A B"      models to measure (preprocess_imagenet ensemble_imagenet)
+#   --concurrency "N.." concurrency levels (1 2 4 8)
+#   --window-ms N       perf_analyzer measurement window (5000)
+#   --stability N       perf_analyzer --stability-percentage (10); a level that does not settle
+#                       is measured again at 50 and marked in the table
+#   --dirs "D.."        corpus folders the images come from (jpeg/derived jpeg/native)
+#   --out DIR           CSVs, logs, the input data and perf.md (build/perf)
+#   --venv DIR          tritonserver/tritonclient venv (.venv-triton)
+#
+# Needs `make backend` (the server loads build/backends/sluice) and the photo
+# corpus ($SLUICE_CORPUS, default ../shared/corpus). The table goes to stdout
+# and to <out>/perf.md; perf_analyzer's own output to <out>/<model>.c<N>.log.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK_DIR=""
+MODELS="preprocess_imagenet ensemble_imagenet"
+CONCURRENCY="1 2 4 8"
+WINDOW_MS=5000
+STABILITY=10
+DIRS="jpeg/derived jpeg/native"
+OUT=$REPO/build/perf
+VENV=${TRITON_VENV:-$REPO/.venv-triton}
+
+log() { echo "perf_triton.sh: $*" >&2; }
+die() { echo "perf_triton.sh: ERROR: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work-dir) WORK_DIR=$2; shift 2 ;;
+    --models) MODELS=$2; shift 2 ;;
+    --concurrency) CONCURRENCY=$2; shift 2 ;;
+    --window-ms) WINDOW_MS=$2; shift 2 ;;
+    --stability) STABILITY=$2; shift 2 ;;
+    --dirs) DIRS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --venv) VENV=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
+    *) die "unknown argument: $1 (see --help)" ;;
+  esac
+done
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# ---------------------------------------------------------------- the server
+if [ -n "$WORK_DIR" ]; then
+  [ -f "$WORK_DIR/triton.env" ] || die "no server recorded in $WORK_DIR (scripts/triton.sh writes triton.env)"
+  # shellcheck disable=SC1091
+  . "$WORK_DIR/triton.env"
+  kill -0 "$TRITON_PID" 2>/dev/null || die "the server recorded in $WORK_DIR (pid $TRITON_PID) is not running"
+  VENV=$TRITON_VENV
+else
+  [ -e "$REPO/build/backends/sluice/libtriton_sluice.so" ] || die "no build/backends/sluice/libtriton_sluice.so: make backend"
+  WORK_DIR=$OUT/triton
+  log "starting a server for the run (work dir $WORK_DIR)"
+  vars=$("$REPO/scripts/triton.sh" --venv "$VENV" --work-dir "$WORK_DIR" \
+           --model-repo "$REPO/model_repository" --backend-dir "$REPO/build/backends") ||
+    die "the server did not start"
+  eval "$vars"
+  trap '"$REPO/scripts/triton.sh" --stop --work-dir "$WORK_DIR"' EXIT
+fi
+URL=$TRITON_HOST:$TRITON_GRPC_PORT
+PA=$TRITON_PERF_ANALYZER
+PY=$VENV/bin/python
+
+# ---------------------------------------------------------------- input data
+DATA=$OUT/jpegs.json
+# shellcheck disable=SC2086
+"$PY" "$REPO/scripts/perf_data.py" -o "$DATA" --dirs $DIRS 2> "$OUT/perf_data.log" ||
+  { cat "$OUT/perf_data.log" >&2; die "perf_data.py failed"; }
+DATA_NOTE=$(sed 's/^perf_data.py: //; s/ -> .*//' "$OUT/perf_data.log")
+log "input data: $DATA_NOTE"
+
+# ---------------------------------------------------------------- measure
+# One perf_analyzer run per model and level: a level that fails to settle
+# does not lose the others.
+ROWS=()
+for model in $MODELS; do
+  for c in $CONCURRENCY; do
+    csv=$OUT/$model.c$c.csv plog=$OUT/$model.c$c.log note=""
+    rm -f "$csv"
+    args=(-m "$model" -i grpc -u "$URL" -b 1 --input-data "$DATA" --concurrency-range "$c"
+          --measurement-interval "$WINDOW_MS" -f "$csv")
+    log "$model, concurrency $c"
+    if ! "$PA" "${args[@]}" --stability-percentage "$STABILITY" > "$plog" 2>&1; then
+      if grep -qi "stable" "$plog"; then
+        log "  not stable within ${STABILITY}%: measuring again at 50%"
+        note="settled only within 50%"
+        "$PA" "${args[@]}" --stability-percentage 50 > "$plog" 2>&1 || true
+      fi
+    fi
+    if [ ! -s "$csv" ]; then
+      log "  failed: $(grep -iv '^ *$' "$plog" | tail -1)"
+      ROWS+=("| \`$model\` | $c | failed | | | | | see $(basename "$plog") |")
+      continue
+    fi
+    # CSV: Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,
+    #      Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,
+    #      p50 latency,p90 latency,p95 latency,p99 latency (microseconds)
+    row=$("$PY" - "$csv" "$model" "$c" "$note" <<'EOF'
+import csv, sys
+path, model, c, note = sys.argv[1:]
+with open(path) as f:
+    r = list(csv.DictReader(f))[0]
+ms = lambda k: f"{float(r[k]) / 1000:.1f}"
+print(f"| `{model}` | {c} | {float(r['Inferences/Second']):.0f} | {ms('p50 latency')} | {ms('p99 latency')} "
+      f"| {ms('Server Queue')} | {ms('Server Compute Input')} / {ms('Server Compute Infer')} / {ms('Server Compute Output')} | {note} |")
+EOF
+)
+    ROWS+=("$row")
+    log "  $row"
+  done
+done
+
+# ---------------------------------------------------------------- table
+{
+  echo "perf_analyzer (tritonclient 2.51.0), gRPC, one image per request (\`-b 1\`), synchronous"
+  echo "clients; tritonserver 2.51.0 CPU-only, \`instance_group [{kind: KIND_CPU, count: 1}]\`."
+  echo "Images: $DATA_NOTE (whole files, cycled). Measured $(date -u +%Y-%m-%d) on"
+  echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'));"
+  echo "${WINDOW_MS} ms windows, stable within ${STABILITY}%. Latencies in ms, client side; server times are"
+  echo "per-request averages."
+  echo
+  echo "| model | concurrency | infer/s | p50 | p99 | server queue | server compute input / infer / output | note |"
+  echo "|---|---:|---:|---:|---:|---:|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+} > "$OUT/perf.md"
+echo
+cat "$OUT/perf.md"
+log "table: $OUT/perf.md; CSVs and perf_analyzer logs: $OUT"
