@@ -143,14 +143,10 @@ func (o *cropOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	top, left, wh, ww := o.window(h, w)
-	if err := checkPixels("crop", c, wh, ww); err != nil {
-		return err
-	}
-	dst, err := out[0].Reshape(Uint8, wh, ww, ch)
+	dst, err := imageOut("crop", c, out[0], wh, ww, ch, src.Color)
 	if err != nil {
 		return err
 	}
-	out[0].Color = src.Color
 	pat := o.fill.pixel(ch)
 	place(dst, wh, ww, src.Data, h, w, ch, -top, -left, pat[:ch])
 	return nil

@@ -56,6 +56,20 @@ func checkPixels(op string, c *Ctx, h, w int) error {
 	return nil
 }
 
+// imageOut sizes out as an h×w image of ch channels and colour col, after
+// checking the pixel limit, and returns its pixels.
+func imageOut(op string, c *Ctx, out *Tensor, h, w, ch int, col Color) ([]byte, error) {
+	if err := checkPixels(op, c, h, w); err != nil {
+		return nil, err
+	}
+	dst, err := out.Reshape(Uint8, h, w, ch)
+	if err != nil {
+		return nil, err
+	}
+	out.Color = col
+	return dst, nil
+}
+
 // fillArg is the "fill" argument shared by crop, pad and letterbox.
 func fillArg(def float64) ArgSpec {
 	return ArgSpec{

@@ -91,14 +91,10 @@ func (o *padOp) Run(c *Ctx, in, out []*Tensor) error {
 	} else if h > ph || w > pw {
 		return Errorf(BadInput, "pad: image of %dx%d (HxW) is larger than the pad size %dx%d", h, w, ph, pw)
 	}
-	if err := checkPixels("pad", c, ph, pw); err != nil {
-		return err
-	}
-	dst, err := out[0].Reshape(Uint8, ph, pw, ch)
+	dst, err := imageOut("pad", c, out[0], ph, pw, ch, src.Color)
 	if err != nil {
 		return err
 	}
-	out[0].Color = src.Color
 	top, left := 0, 0
 	if o.center {
 		top, left = (ph-h)/2, (pw-w)/2

@@ -145,14 +145,10 @@ func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
 	// The size rule sees the full-resolution size; the pixels may be a
 	// DCT-downscaled decode of it, resampled straight to the output.
 	oh, ow := o.OutSize(src.FullHW())
-	if err := checkPixels("resize", c, oh, ow); err != nil {
-		return err
-	}
-	dst, err := out[0].Reshape(Uint8, oh, ow, ch)
+	dst, err := imageOut("resize", c, out[0], oh, ow, ch, src.Color)
 	if err != nil {
 		return err
 	}
-	out[0].Color = src.Color
 	stateOf(c).resample(dst, ow*ch, oh, ow, rect{0, 0, oh, ow}, src.Data, sh, sw, ch, o.f, o.aa)
 	return nil
 }

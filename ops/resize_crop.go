@@ -50,14 +50,10 @@ func (o *resizeCropOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	top, left, wh, ww := o.crop.window(oh, ow)
-	if err := checkPixels("crop", c, wh, ww); err != nil {
-		return err
-	}
-	dst, err := out[0].Reshape(Uint8, wh, ww, ch)
+	dst, err := imageOut("crop", c, out[0], wh, ww, ch, src.Color)
 	if err != nil {
 		return err
 	}
-	out[0].Color = src.Color
 	pat := o.crop.fill.pixel(ch)
 	// The window's part inside the resized image, in resized coordinates.
 	y0, y1 := max(top, 0), min(top+wh, oh)
