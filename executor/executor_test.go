@@ -3,14 +3,12 @@ package executor
 import (
 	"bytes"
 	"errors"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -77,24 +75,8 @@ func newExec(t testing.TB, workers int) *Executor {
 	return e
 }
 
-// testJPEG encodes a w×h gradient whose colours depend on seed.
-func testJPEG(t testing.TB, w, h, seed int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x*3 + seed*40), uint8(y*5 + seed*7), uint8(x + y + seed), 255})
-		}
-	}
-	var b bytes.Buffer
-	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 func testBatch(t testing.TB) [][]byte {
-	return [][]byte{testJPEG(t, 64, 48, 1), testJPEG(t, 33, 71, 2), testJPEG(t, 120, 90, 3), testJPEG(t, 17, 9, 4), testJPEG(t, 50, 50, 5)}
+	return [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2), testimg.JPEG(120, 90, 3), testimg.JPEG(17, 9, 4), testimg.JPEG(50, 50, 5)}
 }
 
 // sample returns sample i of every output of a result.
@@ -208,7 +190,7 @@ func (e *Executor) mustRun(t *testing.T, imgs [][]byte) [][][]byte {
 
 func TestLimits(t *testing.T) {
 	c := compile(t, testPipeline)
-	img := testJPEG(t, 64, 48, 1)
+	img := testimg.JPEG(64, 48, 1)
 	for _, tc := range []struct {
 		lim  ops.Limits
 		want string
@@ -282,7 +264,7 @@ func TestConcurrentRunInto(t *testing.T) {
 
 func TestMalformedCalls(t *testing.T) {
 	e := newExec(t, 1)
-	img := testJPEG(t, 8, 8, 0)
+	img := testimg.JPEG(8, 8, 0)
 	if _, err := e.Run([][][]byte{{img}, {img}}); err == nil {
 		t.Error("two inputs accepted by a one-input pipeline")
 	}
@@ -318,7 +300,7 @@ func BenchmarkRun(b *testing.B) {
 	e := newExec(b, 0)
 	var imgs [][]byte
 	for i := range 32 {
-		imgs = append(imgs, testJPEG(b, 320+i, 240, i))
+		imgs = append(imgs, testimg.JPEG(320+i, 240, i))
 	}
 	in := [][][]byte{imgs}
 	b.ReportAllocs()

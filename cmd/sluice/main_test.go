@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/npy"
+	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -33,18 +31,7 @@ func sluice(args ...string) (code int, stdout, stderr string) {
 
 func writeJPEG(t *testing.T, path string, w, h int) {
 	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x ^ y), 255})
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := jpeg.Encode(f, img, nil); err != nil {
+	if err := os.WriteFile(path, testimg.JPEG(w, h, 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
