@@ -64,7 +64,9 @@ func (e *Error) Error() string { return e.Msg }
 //	func (i *Instance) Execute(reqs []Request, resps []Response) ([]error, BatchStats)
 //	    one error per request (nil: all outputs filled), owned by the
 //	    instance until its next Execute; BatchStats (stats.go) holds the
-//	    timestamps for every request's and the batch's statistics.
+//	    timestamps for every request's and the batch's statistics, and
+//	    the image counts (successes, bytes, failures by cause) for
+//	    Sluice's metrics.
 //	func (i *Instance) Close()
 //
 // Every error these return is an *Error.

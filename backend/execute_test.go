@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
 var pixelDims = []int64{3, 224, 224}
@@ -20,7 +22,7 @@ var pixelDims = []int64{3, 224, 224}
 func TestExecuteRaggedUINT8(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	inst := mustInstance(t, m)
-	imgs := [][]byte{testJPEG(t, 64, 48, 1), testJPEG(t, 33, 71, 2), testJPEG(t, 120, 90, 3), testJPEG(t, 17, 9, 4), testJPEG(t, 50, 50, 5)}
+	imgs := [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2), testimg.JPEG(120, 90, 3), testimg.JPEG(17, 9, 4), testimg.JPEG(50, 50, 5)}
 	ref := newReference(t, m).outputs(imgs)[0]
 
 	reqs := []Request{request("IMAGE", rawInput(imgs[0])), request("IMAGE", rawInput(imgs[1:4]...)), request("IMAGE", rawInput(imgs[4]))}
@@ -43,7 +45,7 @@ func TestExecuteRaggedUINT8(t *testing.T) {
 func TestExecuteBytes(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), bytesConfig)
 	inst := mustInstance(t, m)
-	imgs := [][]byte{testJPEG(t, 40, 30, 6), testJPEG(t, 300, 20, 7), testJPEG(t, 8, 8, 8), testJPEG(t, 99, 101, 9)}
+	imgs := [][]byte{testimg.JPEG(40, 30, 6), testimg.JPEG(300, 20, 7), testimg.JPEG(8, 8, 8), testimg.JPEG(99, 101, 9)}
 	ref := newReference(t, m).outputs(imgs)[0]
 
 	flat := bytesInput(imgs[3])
@@ -66,9 +68,9 @@ func TestExecuteBytes(t *testing.T) {
 func TestBrokenImageFailsAlone(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	inst := mustInstance(t, m)
-	good := [][]byte{testJPEG(t, 64, 48, 1), testJPEG(t, 33, 71, 2), testJPEG(t, 120, 90, 3)}
+	good := [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2), testimg.JPEG(120, 90, 3)}
 	ref := newReference(t, m).outputs(good)[0]
-	truncated := testJPEG(t, 80, 80, 4)
+	truncated := testimg.JPEG(80, 80, 4)
 	truncated = truncated[:len(truncated)/2]
 
 	reqs := []Request{
@@ -101,7 +103,7 @@ func TestBrokenImageFailsAlone(t *testing.T) {
 func TestMalformedRequests(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), bytesConfig)
 	inst := mustInstance(t, m)
-	img := testJPEG(t, 30, 40, 1)
+	img := testimg.JPEG(30, 40, 1)
 	ref := newReference(t, m).outputs([][]byte{img})[0]
 
 	overlong := bytesInput(img)
@@ -160,7 +162,7 @@ func TestMalformedRequests(t *testing.T) {
 func TestMalformedUINT8(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	inst := mustInstance(t, m)
-	img := testJPEG(t, 30, 40, 1)
+	img := testimg.JPEG(30, 40, 1)
 	short := rawInput(img, img)
 	short.Data = short.Data[:len(short.Data)-1]
 	over := rawInput(img)
@@ -186,8 +188,8 @@ func TestInconsistentBatchSizes(t *testing.T) {
 	dir := modelDir(t, map[string][]byte{TextFile: []byte(twoInputPipeline)})
 	m := mustLoad(t, dir, twoInputConfig)
 	inst := mustInstance(t, m)
-	a := [][]byte{testJPEG(t, 20, 10, 1), testJPEG(t, 11, 31, 2)}
-	b := [][]byte{testJPEG(t, 9, 9, 3), testJPEG(t, 40, 4, 4)}
+	a := [][]byte{testimg.JPEG(20, 10, 1), testimg.JPEG(11, 31, 2)}
+	b := [][]byte{testimg.JPEG(9, 9, 3), testimg.JPEG(40, 4, 4)}
 	ref := newReference(t, m).outputs(a, b)
 
 	two := func(x, y Input) Request { return &fakeRequest{inputs: map[string]Input{"A": x, "B": y}} }
@@ -221,7 +223,7 @@ func TestOutputFails(t *testing.T) {
 	dir := modelDir(t, map[string][]byte{TextFile: []byte(twoInputPipeline)})
 	m := mustLoad(t, dir, twoInputConfig)
 	inst := mustInstance(t, m)
-	img := testJPEG(t, 20, 10, 1)
+	img := testimg.JPEG(20, 10, 1)
 	req := &fakeRequest{inputs: map[string]Input{"A": rawInput(img), "B": bytesInput(img)}}
 	resps := []*fakeResponse{newResponse(), newResponse(), newResponse()}
 	resps[0].fail = "OA"
@@ -249,7 +251,7 @@ func TestOutputFails(t *testing.T) {
 func TestPanicsStayInside(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	inst := mustInstance(t, m)
-	img := testJPEG(t, 20, 10, 1)
+	img := testimg.JPEG(20, 10, 1)
 	req := request("IMAGE", rawInput(img))
 
 	resps := []*fakeResponse{newResponse(), newResponse(), newResponse()}
@@ -300,7 +302,7 @@ func TestClose(t *testing.T) {
 	b := mustInstance(t, m)
 	a.Close()
 	a.Close()
-	errs, _ := a.Execute([]Request{request("IMAGE", rawInput(testJPEG(t, 8, 8, 1)))}, []Response{newResponse()})
+	errs, _ := a.Execute([]Request{request("IMAGE", rawInput(testimg.JPEG(8, 8, 1)))}, []Response{newResponse()})
 	wantError(t, errs[0], CodeUnavailable, "closed")
 
 	m.Close() // closes b, which Triton would have finalized first
@@ -324,7 +326,7 @@ func TestStats(t *testing.T) {
 	}
 	defer m.Close()
 	inst := mustInstance(t, m)
-	img := testJPEG(t, 20, 10, 1)
+	img := testimg.JPEG(20, 10, 1)
 	_, st := inst.Execute([]Request{request("IMAGE", rawInput(img, img)), request("IMAGE", rawInput(img))},
 		[]Response{newResponse(), newResponse()})
 	if !(1000 < st.ExecStart && st.ExecStart < st.ComputeStart && st.ComputeStart < st.ComputeEnd &&
@@ -348,7 +350,7 @@ func TestStats(t *testing.T) {
 func TestExecuteAllocs(t *testing.T) {
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	inst := mustInstance(t, m)
-	imgs := [][]byte{testJPEG(t, 64, 48, 1), testJPEG(t, 33, 71, 2), testJPEG(t, 120, 90, 3)}
+	imgs := [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2), testimg.JPEG(120, 90, 3)}
 	reqs := []Request{request("IMAGE", rawInput(imgs[0])), request("IMAGE", rawInput(imgs[1:]...)), request("IMAGE", bytesInput(imgs[0]))}
 	resps := []*fakeResponse{newResponse(), newResponse(), newResponse()}
 	rs := asResponses(resps)

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,22 +156,6 @@ func wantError(t testing.TB, err error, code Code, parts ...string) {
 			t.Errorf("error %q does not contain %q", e.Msg, p)
 		}
 	}
-}
-
-// testJPEG encodes a w×h gradient whose colours depend on seed.
-func testJPEG(t testing.TB, w, h, seed int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x*3 + seed*40), uint8(y*5 + seed*7), uint8(x + y + seed), 255})
-		}
-	}
-	var b bytes.Buffer
-	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }
 
 // fakeRequest is a Request over plain Go values.

@@ -131,7 +131,9 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 
 	n := inst.collect(reqs)
 	st.ComputeStart = now()
-	inst.run(n)
+	if inst.run(n) {
+		inst.countImages(&st.Images)
+	}
 	st.ComputeEnd = now()
 	inst.respond(reqs, resps)
 	st.Samples = n
@@ -152,13 +154,14 @@ func (inst *Instance) collect(reqs []Request) int {
 	return inst.col.n
 }
 
-// run processes the batch of n samples into the responder's buffers.
-func (inst *Instance) run(n int) {
+// run processes the batch of n samples into the responder's buffers and
+// reports whether the executor ran (its per-sample results are valid).
+func (inst *Instance) run(n int) bool {
 	inst.resp.prepare(n)
 	inst.sample = resize(inst.sample, n)
 	err := inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample)
 	if err == nil {
-		return
+		return true
 	}
 	// A malformed call: a bug here, not in the requests.
 	for i := range inst.reqs {
@@ -166,6 +169,7 @@ func (inst *Instance) run(n int) {
 			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("executor: %v", err)})
 		}
 	}
+	return false
 }
 
 // respond answers every request still standing: its outputs when all its

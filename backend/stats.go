@@ -1,6 +1,11 @@
 package backend
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/ops"
+)
 
 // BatchStats are one Execute's timestamps, in nanoseconds of the clock
 // ModelArgs.Now reads (inside Triton: CLOCK_MONOTONIC, the server's steady
@@ -17,6 +22,9 @@ type BatchStats struct {
 	// Samples is the number of images in the executed batch: the batch
 	// size to report. Requests that failed before it ran are not counted.
 	Samples int
+	// Images counts the batch's images by outcome (the pipeline's
+	// successes and failures by cause); zero when the pipeline did not run.
+	Images ImageStats
 }
 
 // clockEpoch anchors the default clock.
@@ -27,3 +35,71 @@ var clockEpoch = time.Now()
 // tools and wrong for Triton's statistics — cgo passes a CLOCK_MONOTONIC
 // reader instead.
 func monotonicNow() uint64 { return uint64(time.Since(clockEpoch)) + 1 }
+
+// Causes lists the failure causes BatchStats.Failures counts, in its index
+// order: every ops.Cause an operator reports. A cause not listed (none
+// today) counts as the last, ops.BadInput.
+var Causes = [...]ops.Cause{ops.Truncated, ops.NotImage, ops.Corrupt, ops.Unsupported, ops.TooLarge, ops.BadInput}
+
+// ImageStats counts what one Execute's pipeline run did with its images,
+// for Sluice's own metrics. Requests that failed before the batch (an
+// unreadable input) have no images in it and are not counted.
+type ImageStats struct {
+	// Images is the number of samples that went through the pipeline
+	// without error, and ImageBytes their encoded size (all inputs).
+	Images     int
+	ImageBytes int64
+	// Failures counts the samples that failed, by cause (index as in
+	// Causes).
+	Failures [len(Causes)]int
+}
+
+// causeIndex is c's index in Causes.
+func causeIndex(c ops.Cause) int {
+	for i, k := range Causes {
+		if k == c {
+			return i
+		}
+	}
+	return len(Causes) - 1
+}
+
+// CollectNs, PipelineNs and RespondNs are the durations of Execute's
+// stages: gathering the requests' inputs into the batch, the executor's
+// run over it, and filling the responses.
+func (s *BatchStats) CollectNs() uint64  { return since(s.ExecStart, s.ComputeStart) }
+func (s *BatchStats) PipelineNs() uint64 { return since(s.ComputeStart, s.ComputeEnd) }
+func (s *BatchStats) RespondNs() uint64  { return since(s.ComputeEnd, s.ExecEnd) }
+
+func since(a, b uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
+
+// countImages fills st from the executor's per-sample results and the
+// collected batch. It allocates nothing: a successful sample is a nil
+// error, and a failed one's cause is read off the error already made.
+func (inst *Instance) countImages(st *ImageStats) {
+	for s, err := range inst.sample {
+		if err != nil {
+			st.Failures[causeIndex(sampleCause(err))]++
+			continue
+		}
+		st.Images++
+		for _, in := range inst.col.batch {
+			if s < len(in) {
+				st.ImageBytes += int64(len(in[s]))
+			}
+		}
+	}
+}
+
+// sampleCause is the cause of a sample's error.
+func sampleCause(err error) ops.Cause {
+	if se, ok := err.(*executor.SampleError); ok {
+		return se.Cause()
+	}
+	return ops.CauseOf(err)
+}

@@ -14,8 +14,9 @@ import (
 )
 
 // TRITONBACKEND_Initialize runs once, when Triton loads the library and
-// before any model: it checks that this Triton can host the library and
-// sets up logging into Triton's log.
+// before any model: it checks that this Triton can host the library, sets
+// up logging into Triton's log and registers Sluice's metric families
+// (metrics.go), going on without them when Triton refuses.
 //
 //export TRITONBACKEND_Initialize
 func TRITONBACKEND_Initialize(b *C.TRITONBACKEND_Backend) (result *C.TRITONSERVER_Error) {
@@ -45,16 +46,25 @@ func TRITONBACKEND_Initialize(b *C.TRITONBACKEND_Backend) (result *C.TRITONSERVE
 	logger().Info("TRITONBACKEND_Initialize", zap.String("backend", C.GoString(cname)),
 		zap.String("triton_api", fmt.Sprintf("%d.%d", major, minor)),
 		zap.String("built_for_api", fmt.Sprintf("%d.%d", C.SLUICE_TRITONBACKEND_API_MAJOR, C.SLUICE_TRITONBACKEND_API_MINOR)))
+	if fs, err := newMetricFamilies(); err != nil {
+		logger().Warn("Sluice metrics are off: Triton did not register their families (metrics disabled?)", zap.Error(err))
+	} else {
+		theFamilies.Store(fs)
+	}
 	return nil
 }
 
-// TRITONBACKEND_Finalize runs once, after every model is finalized. The
-// library stays mapped (Go c-shared libraries cannot be unloaded); there
-// is no backend-wide state to free.
+// TRITONBACKEND_Finalize runs once, after every model is finalized (and
+// so after every metric is deleted). The library stays mapped (Go
+// c-shared libraries cannot be unloaded); the metric families are the
+// only backend-wide state to free.
 //
 //export TRITONBACKEND_Finalize
 func TRITONBACKEND_Finalize(b *C.TRITONBACKEND_Backend) (result *C.TRITONSERVER_Error) {
 	defer recoverError("TRITONBACKEND_Finalize", &result)
 	logger().Info("TRITONBACKEND_Finalize")
+	if fs := theFamilies.Swap(nil); fs != nil {
+		fs.delete()
+	}
 	return nil
 }

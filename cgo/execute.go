@@ -53,6 +53,8 @@ func TRITONBACKEND_ModelInstanceExecute(ti *C.TRITONBACKEND_ModelInstance, reqs 
 	owned = true
 	errs, stats := st.execute()
 	st.finish(ti, start, errs, stats)
+	// After the responses: metrics are not worth a client's wait.
+	st.metrics.record(&stats)
 	return nil
 }
 

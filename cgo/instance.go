@@ -27,6 +27,8 @@ type instanceState struct {
 	name  string
 	arena arena  // contiguous copies of inputs that come in several buffers
 	names cNames // tensor names as C strings
+	// The model's metrics (nil: off); the model outlives its instances.
+	metrics *modelMetrics
 
 	// Reused per Execute; only the entry point's goroutine touches them.
 	slots []slot
@@ -63,7 +65,7 @@ func TRITONBACKEND_ModelInstanceInitialize(ti *C.TRITONBACKEND_ModelInstance) (r
 	if err != nil {
 		return newTritonError(err)
 	}
-	h := cgo.NewHandle(&instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}})
+	h := cgo.NewHandle(&instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics})
 	if err := goError("TRITONBACKEND_ModelInstanceSetState", C.sluice_instance_set_state(ti, C.uintptr_t(h))); err != nil {
 		h.Delete()
 		inst.Close()

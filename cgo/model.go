@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"runtime/cgo"
 	"unsafe"
 
@@ -17,8 +18,9 @@ import (
 
 // modelState is what a TRITONBACKEND_Model's state handle refers to.
 type modelState struct {
-	model *backend.Model
-	name  string
+	model   *backend.Model
+	name    string
+	metrics *modelMetrics // nil: metrics off
 }
 
 // TRITONBACKEND_ModelInitialize loads a model: it gathers what Triton
@@ -43,9 +45,15 @@ func TRITONBACKEND_ModelInitialize(m *C.TRITONBACKEND_Model) (result *C.TRITONSE
 			return newTritonError(err)
 		}
 	}
-	h := cgo.NewHandle(&modelState{model: model, name: args.Name})
+	// Metrics are optional: without them the model still serves.
+	metrics, err := newModelMetrics(args.Name, args.Version)
+	if err != nil {
+		logger().Warn("Sluice metrics are off for this model", zap.String("model", args.Name), zap.Error(err))
+	}
+	h := cgo.NewHandle(&modelState{model: model, name: args.Name, metrics: metrics})
 	if err := goError("TRITONBACKEND_ModelSetState", C.sluice_model_set_state(m, C.uintptr_t(h))); err != nil {
 		h.Delete()
+		metrics.delete()
 		model.Close()
 		return newTritonError(err)
 	}
@@ -66,13 +74,21 @@ func TRITONBACKEND_ModelFinalize(m *C.TRITONBACKEND_Model) (result *C.TRITONSERV
 		return nil // initialization failed before the state was set
 	}
 	handle := cgo.Handle(h)
-	// Delete the handle and clear the slot even if Close panics: the
-	// state must not outlive the model either way.
+	st, _ := handle.Value().(*modelState)
+	// Delete the metrics and the handle and clear the slot even if Close
+	// panics: the state must not outlive the model either way. (The
+	// instances, which record into the metrics, are finalized already.)
 	defer func() {
+		if st != nil {
+			st.metrics.delete()
+		}
 		handle.Delete()
 		logIfError("TRITONBACKEND_ModelSetState", C.sluice_model_set_state(m, 0))
 	}()
-	st := handle.Value().(*modelState)
+	if st == nil {
+		return newTritonError(&backend.Error{Code: backend.CodeInternal,
+			Msg: fmt.Sprintf("sluice: model state is a %T", handle.Value())})
+	}
 	logger().Info("TRITONBACKEND_ModelFinalize", zap.String("model", st.name))
 	st.model.Close()
 	return nil

@@ -40,6 +40,37 @@ sluice_instance_set_state(TRITONBACKEND_ModelInstance* instance, uintptr_t handl
   return TRITONBACKEND_ModelInstanceSetState(instance, (void*)handle);
 }
 
+TRITONSERVER_Error*
+sluice_metric_new(
+    TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
+    const char* const* keys, const char* const* values, size_t n)
+{
+  const TRITONSERVER_Parameter* labels[SLUICE_MAX_LABELS] = {NULL};
+  TRITONSERVER_Error* err = NULL;
+  *metric = NULL;
+  if (n > SLUICE_MAX_LABELS) {
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_INTERNAL, "sluice: too many metric labels");
+  }
+  for (size_t i = 0; i < n && err == NULL; i++) {
+    labels[i] =
+        TRITONSERVER_ParameterNew(keys[i], TRITONSERVER_PARAMETER_STRING, values[i]);
+    if (labels[i] == NULL) {
+      err = TRITONSERVER_ErrorNew(
+          TRITONSERVER_ERROR_INTERNAL, "sluice: TRITONSERVER_ParameterNew failed");
+    }
+  }
+  if (err == NULL) {
+    err = TRITONSERVER_MetricNew(metric, family, labels, n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (labels[i] != NULL) {
+      TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter*)labels[i]);
+    }
+  }
+  return err;
+}
+
 // Every function declared in triton.h. A weak reference the dynamic linker
 // could not bind reads as NULL here; symbols_test.go checks that this list
 // and the library's undefined TRITON* symbols are the same set.
@@ -57,6 +88,13 @@ static const struct {
     SLUICE_SYMBOL(TRITONSERVER_MessageNewFromSerializedJson),
     SLUICE_SYMBOL(TRITONSERVER_MessageDelete),
     SLUICE_SYMBOL(TRITONSERVER_MessageSerializeToJson),
+    SLUICE_SYMBOL(TRITONSERVER_ParameterNew),
+    SLUICE_SYMBOL(TRITONSERVER_ParameterDelete),
+    SLUICE_SYMBOL(TRITONSERVER_MetricFamilyNew),
+    SLUICE_SYMBOL(TRITONSERVER_MetricFamilyDelete),
+    SLUICE_SYMBOL(TRITONSERVER_MetricNew),
+    SLUICE_SYMBOL(TRITONSERVER_MetricDelete),
+    SLUICE_SYMBOL(TRITONSERVER_MetricIncrement),
     SLUICE_SYMBOL(TRITONBACKEND_ApiVersion),
     SLUICE_SYMBOL(TRITONBACKEND_BackendName),
     SLUICE_SYMBOL(TRITONBACKEND_ModelName),

@@ -26,6 +26,13 @@ SLUICE_INTERNAL TRITONSERVER_Error* sluice_instance_state(
 SLUICE_INTERNAL TRITONSERVER_Error* sluice_instance_set_state(
     TRITONBACKEND_ModelInstance* instance, uintptr_t handle);
 
+// A metric of family with n labels keys[i]=values[i] (C strings), the
+// labels made and deleted here. At most SLUICE_MAX_LABELS labels.
+#define SLUICE_MAX_LABELS 4
+SLUICE_INTERNAL TRITONSERVER_Error* sluice_metric_new(
+    TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
+    const char* const* keys, const char* const* values, size_t n);
+
 // The Triton functions of triton.h, by name: how many, the i-th name, and
 // the name of the first one the dynamic linker left unbound (NULL if all
 // are bound).

@@ -33,6 +33,9 @@ typedef struct TRITONBACKEND_Request TRITONBACKEND_Request;
 typedef struct TRITONBACKEND_Response TRITONBACKEND_Response;
 typedef struct TRITONBACKEND_Input TRITONBACKEND_Input;
 typedef struct TRITONBACKEND_Output TRITONBACKEND_Output;
+typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
+typedef struct TRITONSERVER_MetricFamily TRITONSERVER_MetricFamily;
+typedef struct TRITONSERVER_Metric TRITONSERVER_Metric;
 
 typedef enum TRITONSERVER_datatype_enum {
   TRITONSERVER_TYPE_INVALID,
@@ -83,6 +86,19 @@ typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_CANCELLED
 } TRITONSERVER_Error_Code;
 
+typedef enum TRITONSERVER_parametertype_enum {
+  TRITONSERVER_PARAMETER_STRING,
+  TRITONSERVER_PARAMETER_INT,
+  TRITONSERVER_PARAMETER_BOOL,
+  TRITONSERVER_PARAMETER_DOUBLE,
+  TRITONSERVER_PARAMETER_BYTES
+} TRITONSERVER_ParameterType;
+
+typedef enum TRITONSERVER_metrickind_enum {
+  TRITONSERVER_METRIC_KIND_COUNTER,
+  TRITONSERVER_METRIC_KIND_GAUGE
+} TRITONSERVER_MetricKind;
+
 typedef enum TRITONBACKEND_artifacttype_enum {
   TRITONBACKEND_ARTIFACT_FILESYSTEM
 } TRITONBACKEND_ArtifactType;
@@ -118,6 +134,32 @@ SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MessageDelete(
     TRITONSERVER_Message* message);
 SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(
     TRITONSERVER_Message* message, const char** base, size_t* byte_size);
+
+// Parameters (here: metric labels). ParameterNew copies the value (for
+// STRING, a C string) and returns NULL on failure; the caller owns the
+// parameter and deletes it.
+SLUICE_TRITON_API TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(
+    const char* name, const TRITONSERVER_ParameterType type,
+    const void* value);
+SLUICE_TRITON_API void TRITONSERVER_ParameterDelete(
+    TRITONSERVER_Parameter* parameter);
+
+// Metrics, shown at Triton's /metrics. The caller owns families and
+// metrics and deletes every metric before its family (deleting a family
+// that still has metrics fails). MetricNew does not take the labels: they
+// may be deleted right after. Counters take non-negative increments only.
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(
+    TRITONSERVER_MetricFamily** family, const TRITONSERVER_MetricKind kind,
+    const char* name, const char* description);
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(
+    TRITONSERVER_MetricFamily* family);
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MetricNew(
+    TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
+    const TRITONSERVER_Parameter** labels, const uint64_t label_count);
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MetricDelete(
+    TRITONSERVER_Metric* metric);
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONSERVER_MetricIncrement(
+    TRITONSERVER_Metric* metric, double value);
 
 // Backend.
 SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_ApiVersion(
