@@ -6,6 +6,7 @@
 #                  METRICS_PORT override 8000/8001/8002
 #   make run-bg    the same in the background; make stop ends it
 #   make test      gofmt, go vet, go test, the accuracy tests, the real-server tests
+#                  (tests/triton in Python, client/ in Go)
 
 GO       ?= go
 PYTHON   ?= python3
@@ -15,7 +16,7 @@ CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
 .PHONY: all build setup deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
-	bench-cpu fuzz proto compact clean
+	bench-cpu fuzz proto proto-client test-client compact clean
 
 all: build
 
@@ -63,7 +64,7 @@ gotest: deps turbojpeg-pic
 pytest: build venv
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests --ignore=tests/triton
 
-test: vet gotest pytest test-triton
+test: vet gotest pytest test-triton test-client
 
 # Real Triton: tritonserver 2.51.0 from the nvidia-pytriton wheel, tritonclient
 # and perf_analyzer, in their own venv (tests/triton/requirements.txt); on
@@ -102,6 +103,14 @@ test-triton: backend build triton
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) \
 	  $(TRITON_VENV)/bin/pytest -q tests/triton
 
+# The Go client (client/) against the real server, over gRPC and HTTP: its
+# tests start their own server on free ports. `go test ./...` runs them too
+# when the backend and .venv-triton exist, and skips them otherwise;
+# SLUICE_TRITON_TESTS=1 turns a missing prerequisite into a failure.
+test-client: backend triton
+	SLUICE_TRITON_TESTS=1 SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) TRITON_VENV=$(abspath $(TRITON_VENV)) \
+	  $(GO) test -count=1 ./client/...
+
 # perf_analyzer over gRPC, real JPEGs, concurrency 1-8: a Markdown table
 # (for docs/perf.md). Starts its own server unless PERF_ARGS names one
 # (e.g. PERF_ARGS="--work-dir build/triton" after make run-bg).
@@ -134,10 +143,19 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
 
-# Regenerate the pipeline schema's Go code (protoc 3.21, protoc-gen-go v1.36.11).
-proto:
+# Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
+# v1.36.11, protoc-gen-go-grpc v1.6.2): the pipeline schema, and the gRPC
+# stubs of Triton's inference protocol for the client (proto-client).
+PROTOC_PATH = PATH="$$PATH:$$($(GO) env GOPATH)/bin"
+proto: proto-client
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11
-	cd pipeline/pipelinepb && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative pipeline.proto
+	cd pipeline/pipelinepb && $(PROTOC_PATH) protoc --go_out=. --go_opt=paths=source_relative pipeline.proto
+
+proto-client:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	cd client/inferencepb && $(PROTOC_PATH) protoc --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative grpc_service.proto
 
 clean:
 	rm -rf $(BUILD)
