@@ -103,13 +103,14 @@ test-triton: backend build triton
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) \
 	  $(TRITON_VENV)/bin/pytest -q tests/triton
 
-# The Go client (client/) against the real server, over gRPC and HTTP: its
-# tests start their own server on free ports. `go test ./...` runs them too
+# The Go client (client/) and `sluice infer` (cmd/sluice) against the real
+# server, over gRPC and HTTP: their tests start their own server on free
+# ports. `go test ./...` runs them too
 # when the backend and .venv-triton exist, and skips them otherwise;
 # SLUICE_TRITON_TESTS=1 turns a missing prerequisite into a failure.
 test-client: backend triton
 	SLUICE_TRITON_TESTS=1 SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) TRITON_VENV=$(abspath $(TRITON_VENV)) \
-	  $(GO) test -count=1 ./client/...
+	  $(GO) test -count=1 ./client/... ./cmd/sluice/...
 
 # perf_analyzer over gRPC, real JPEGs, concurrency 1-8: a Markdown table
 # (for docs/perf.md). Starts its own server unless PERF_ARGS names one

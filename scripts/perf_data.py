@@ -9,6 +9,10 @@ perf_analyzer sends the entries in turn, one image per request ([1, N] with
 -b 1), so a run covers every photo. The default set is the ImageNet-size
 photos of corpus/jpeg/derived and corpus/jpeg/native (docs/perf.md's CPU
 numbers use the same files). Standard library only.
+
+`sluice perf-data --corpus DIR -o FILE.json [SUBDIR...]` (cmd/sluice) writes
+the same format from Go, walking folders recursively and leaving out images
+Sluice cannot decode; this script stays for scripts/perf_triton.sh.
 """
 
 import argparse

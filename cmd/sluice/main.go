@@ -21,6 +21,10 @@ commands:
                                     write <image>.<output>.npy for every output
   bench --pipeline P DIR...         measure images/s and batch latency
   ops                               list operators and their arguments
+  infer --model M [--url ADDR] [--protocol grpc|http] IMAGE...
+                                    send each image to a Triton server, print its outputs
+  perf-data --corpus DIR -o FILE [SUBDIR...]
+                                    write perf_analyzer input data (JSON) from the images
 
 Run "sluice COMMAND -h" for a command's flags.
 `
@@ -47,12 +51,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	cmds := map[string]func([]string, io.Writer, io.Writer) error{
-		"validate": cmdValidate,
-		"compile":  cmdCompile,
-		"fmt":      cmdFmt,
-		"run":      cmdRun,
-		"bench":    cmdBench,
-		"ops":      cmdOps,
+		"validate":  cmdValidate,
+		"compile":   cmdCompile,
+		"fmt":       cmdFmt,
+		"run":       cmdRun,
+		"bench":     cmdBench,
+		"ops":       cmdOps,
+		"infer":     cmdInfer,
+		"perf-data": cmdPerfData,
 	}
 	f, ok := cmds[args[0]]
 	if !ok {

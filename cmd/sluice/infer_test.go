@@ -1,0 +1,369 @@
+package main
+
+// sluice infer against a real tritonserver 2.51 (scripts/triton.sh), the
+// pattern of client/triton_test.go: it needs .venv-triton (make triton) and
+// build/backends/sluice/libtriton_sluice.so (make backend), and skips with
+// a message when either is missing. SLUICE_TRITON_TESTS=1 makes a missing
+// prerequisite a failure, =0 skips these tests.
+//
+// The server serves a repository of its own: preprocess_imagenet,
+// ensemble_imagenet and classifier from model_repository/ (linked), and
+// preprocess_bytes, the same pipeline behind a TYPE_STRING input.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/testimg"
+)
+
+type tritonServer struct {
+	once    sync.Once
+	skip    string // why the tests skip
+	err     error  // why the server did not start
+	workDir string
+	root    string
+	addr    map[string]string // by protocol
+}
+
+var srv tritonServer
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	srv.stop()
+	os.Exit(code)
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+const bytesConfig = `name: "preprocess_bytes"
+backend: "sluice"
+max_batch_size: 64
+input [ { name: "IMAGE", data_type: TYPE_STRING, dims: [ 1 ] } ]
+output [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+`
+
+func (s *tritonServer) start(t *testing.T) {
+	mode := os.Getenv("SLUICE_TRITON_TESTS")
+	if mode == "0" {
+		s.skip = "SLUICE_TRITON_TESTS=0"
+		return
+	}
+	root := repoFile(t, "")
+	s.root = root
+	venv := filepath.Join(root, ".venv-triton")
+	if v := os.Getenv("TRITON_VENV"); v != "" {
+		venv = v
+	}
+	backends := filepath.Join(root, "build", "backends")
+	if v := os.Getenv("SLUICE_BACKEND_DIR"); v != "" {
+		backends = v
+	}
+	var missing []string
+	if !exists(filepath.Join(venv, "bin", "python")) {
+		missing = append(missing, venv+" (make triton)")
+	}
+	if !exists(filepath.Join(backends, "sluice", "libtriton_sluice.so")) {
+		missing = append(missing, filepath.Join(backends, "sluice", "libtriton_sluice.so")+" (make backend)")
+	}
+	if len(missing) > 0 {
+		msg := "sluice infer tests need " + strings.Join(missing, " and ")
+		if mode == "1" {
+			s.err = errors.New(msg + " (SLUICE_TRITON_TESTS=1)")
+		} else {
+			s.skip = msg + "; make backend triton builds them"
+		}
+		return
+	}
+	wd, err := os.MkdirTemp("", "sluice-cli-triton-")
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.workDir = wd
+	repo := filepath.Join(wd, "models")
+	if s.err = s.makeRepo(root, repo); s.err != nil {
+		return
+	}
+	cmd := exec.Command(filepath.Join(root, "scripts", "triton.sh"),
+		"--venv", venv, "--model-repo", repo, "--backend-dir", backends,
+		"--work-dir", filepath.Join(wd, "server"), "--timeout", "180")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	s.watchdog(root)
+	out, err := cmd.Output()
+	if err != nil {
+		s.err = fmt.Errorf("scripts/triton.sh: %v\n%s", err, stderr.String())
+		return
+	}
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	if env["TRITON_HTTP_PORT"] == "" || env["TRITON_GRPC_PORT"] == "" {
+		s.err = fmt.Errorf("scripts/triton.sh printed no ports: %s", out)
+		return
+	}
+	s.addr = map[string]string{
+		"grpc": env["TRITON_HOST"] + ":" + env["TRITON_GRPC_PORT"],
+		"http": env["TRITON_HOST"] + ":" + env["TRITON_HTTP_PORT"],
+	}
+}
+
+func (s *tritonServer) makeRepo(root, repo string) error {
+	for _, m := range []string{"preprocess_imagenet", "ensemble_imagenet", "classifier"} {
+		if err := os.MkdirAll(filepath.Join(repo, m), 0o755); err != nil {
+			return err
+		}
+		for _, f := range []string{"config.pbtxt", "1"} {
+			if err := os.Symlink(filepath.Join(root, "model_repository", m, f), filepath.Join(repo, m, f)); err != nil {
+				return err
+			}
+		}
+	}
+	b := filepath.Join(repo, "preprocess_bytes")
+	if err := os.MkdirAll(filepath.Join(b, "1"), 0o755); err != nil {
+		return err
+	}
+	// A copy: the backend refuses a pipeline file that links outside the
+	// model folder.
+	def, err := os.ReadFile(filepath.Join(root, imagenet))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b, "1", "pipeline.pbtxt"), def, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(b, "config.pbtxt"), []byte(bytesConfig), 0o644)
+}
+
+// watchdog stops the server if this test process dies without reaching
+// TestMain's stop: triton.sh starts it in a session of its own.
+func (s *tritonServer) watchdog(root string) {
+	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done
+if [ -d "$3" ]; then "$2" --stop --work-dir "$3/server" >/dev/null 2>&1; rm -rf "$3"; fi`
+	cmd := exec.Command("sh", "-c", script, "watchdog", strconv.Itoa(os.Getpid()),
+		filepath.Join(root, "scripts", "triton.sh"), s.workDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		go cmd.Wait()
+	}
+}
+
+func (s *tritonServer) stop() {
+	if s.workDir == "" {
+		return
+	}
+	exec.Command(filepath.Join(s.root, "scripts", "triton.sh"), "--stop", "--work-dir", filepath.Join(s.workDir, "server")).Run()
+	os.RemoveAll(s.workDir)
+}
+
+// server starts the server once and returns its address per protocol, or
+// skips.
+func server(t *testing.T) map[string]string {
+	t.Helper()
+	srv.once.Do(func() { srv.start(t) })
+	if srv.skip != "" {
+		t.Skip(srv.skip)
+	}
+	if srv.err != nil {
+		t.Fatal(srv.err)
+	}
+	return srv.addr
+}
+
+func imageFiles(t *testing.T) (good, broken string) {
+	dir := t.TempDir()
+	good, broken = filepath.Join(dir, "photo.jpg"), filepath.Join(dir, "broken.jpg")
+	img := testimg.JPEG(320, 240, 3)
+	os.WriteFile(good, img, 0o644)
+	os.WriteFile(broken, img[:len(img)/3], 0o644)
+	return good, broken
+}
+
+func TestInferTriton(t *testing.T) {
+	addr := server(t)
+	good, _ := imageFiles(t)
+	outs := map[string]string{}
+	for _, proto := range []string{"grpc", "http"} {
+		for _, tc := range []struct {
+			model string
+			want  []string
+		}{
+			{"preprocess_imagenet", []string{"  PIXELS FP32 [1 3 224 224]  min -"}},
+			{"preprocess_bytes", []string{"  PIXELS FP32 [1 3 224 224]  min -"}},
+			{"ensemble_imagenet", []string{"  SCORES FP32 [1 1000]  min ", "  top 5: "}},
+		} {
+			t.Run(proto+"/"+tc.model, func(t *testing.T) {
+				code, out, e := sluice("infer", "--url", addr[proto], "--protocol", proto, "--model", tc.model, good, good)
+				if code != 0 || e != "" {
+					t.Fatalf("code %d, stderr %q", code, e)
+				}
+				if strings.Count(out, good+":\n") != 2 {
+					t.Fatalf("stdout does not name the image twice:\n%s", out)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(out, w) {
+						t.Fatalf("stdout lacks %q:\n%s", w, out)
+					}
+				}
+				if tc.model == "ensemble_imagenet" {
+					line := out[strings.Index(out, "  top 5: "):]
+					line = line[:strings.Index(line, "\n")]
+					if n := strings.Count(line, "("); n != 5 {
+						t.Fatalf("%d classes in %q", n, line)
+					}
+				}
+				t.Logf("%s", out)
+				outs[proto+tc.model] = out
+			})
+		}
+	}
+	for _, m := range []string{"preprocess_imagenet", "ensemble_imagenet"} {
+		if g, h := outs["grpc"+m], outs["http"+m]; g != "" && h != "" && g != h {
+			t.Errorf("%s: gRPC and HTTP print different results:\n%s\n%s", m, g, h)
+		}
+	}
+	if a, b := outs["grpcpreprocess_imagenet"], outs["grpcpreprocess_bytes"]; a != "" && b != "" && a != b {
+		t.Errorf("UINT8 and BYTES inputs give different pixels:\n%s\n%s", a, b)
+	}
+	// --top changes the number of classes.
+	code, out, _ := sluice("infer", "--url", addr["grpc"], "--model", "ensemble_imagenet", "--top", "2", good)
+	if code != 0 || !strings.Contains(out, "  top 2: ") {
+		t.Fatalf("--top 2: code %d\n%s", code, out)
+	}
+}
+
+// errLines checks that stderr is the given number of lines, each starting
+// "sluice infer: ", and no trace.
+func errLines(t *testing.T, stderr string, n int) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != n || strings.Contains(stderr, "goroutine") {
+		t.Fatalf("want %d line(s) on stderr, got %q", n, stderr)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "sluice infer: ") {
+			t.Fatalf("stderr line %q", l)
+		}
+	}
+	return lines
+}
+
+func TestInferTritonErrors(t *testing.T) {
+	addr := server(t)
+	good, broken := imageFiles(t)
+	missing := filepath.Join(t.TempDir(), "missing.jpg")
+	for _, proto := range []string{"grpc", "http"} {
+		t.Run(proto, func(t *testing.T) {
+			for _, model := range []string{"preprocess_imagenet", "ensemble_imagenet"} {
+				// A broken image fails alone: one line naming the file and
+				// the cause; the good one is printed; exit status 1.
+				code, out, e := sluice("infer", "--url", addr[proto], "--protocol", proto, "--model", model, broken, good, missing)
+				if code != 1 || !strings.Contains(out, good+":\n") || strings.Contains(out, broken) {
+					t.Fatalf("%s: code %d, stdout %q", model, code, out)
+				}
+				lines := errLines(t, e, 3)
+				if !strings.HasPrefix(lines[0], "sluice infer: "+broken+": ") || !strings.Contains(lines[0], "IMAGE element 0: truncated") ||
+					!strings.HasSuffix(lines[0], "(INVALID_ARG)") {
+					t.Fatalf("%s: broken image: %q", model, lines[0])
+				}
+				if lines[1] != "sluice infer: "+missing+": no such file or directory" || lines[2] != "sluice infer: 2 of 3 image(s) failed" {
+					t.Fatalf("%s: %q", model, lines[1:])
+				}
+			}
+			for _, tc := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"--model", "no_such_model"}, `model "no_such_model" is not available on Triton at ` + addr[proto] + " (" + proto + "): "},
+				{[]string{"--model", "preprocess_imagenet", "--input", "PIXELS"}, `model preprocess_imagenet has no input "PIXELS" (inputs: IMAGE)`},
+				{[]string{"--model", "classifier"}, "model classifier input PIXELS is FP32; encoded images go to a UINT8 or BYTES"},
+			} {
+				args := append([]string{"infer", "--url", addr[proto], "--protocol", proto, good}, tc.args...)
+				code, out, e := sluice(args...)
+				if code != 1 || out != "" || !strings.Contains(errLines(t, e, 1)[0], tc.want) {
+					t.Fatalf("%v: code %d, stderr %q; want %q", tc.args, code, e, tc.want)
+				}
+				t.Logf("%s", e)
+			}
+		})
+	}
+}
+
+// An unreachable server and one that never answers: one line, within the
+// timeout, no server needed.
+func TestInferUnreachable(t *testing.T) {
+	good, _ := imageFiles(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() { // accept and never answer
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	for _, proto := range []string{"grpc", "http"} {
+		for _, tc := range []struct{ addr, want string }{
+			{closed, "cannot reach Triton at " + closed + " (" + proto + "): "},
+			{silent.Addr().String(), "Triton at " + silent.Addr().String() + " (" + proto + ") did not answer within 1s (--timeout)"},
+		} {
+			t0 := time.Now()
+			code, _, e := sluice("infer", "--url", tc.addr, "--protocol", proto, "--timeout", "1s", "--model", "preprocess_imagenet", good)
+			if took := time.Since(t0); took > 3*time.Second {
+				t.Fatalf("%s %s: took %v with --timeout 1s", proto, tc.addr, took)
+			}
+			if code != 1 || !strings.Contains(errLines(t, e, 1)[0], tc.want) {
+				t.Fatalf("%s: code %d, stderr %q; want %q", proto, code, e, tc.want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"infer", good}, "--model is required"},
+		{[]string{"infer", "--model", "m"}, "no images given"},
+		{[]string{"infer", "--model", "m", "--protocol", "udp", good}, "--protocol must be grpc or http"},
+		{[]string{"infer", "--model", "m", "--timeout", "0s", good}, "--timeout must be positive"},
+	} {
+		code, _, e := sluice(tc.args...)
+		if code != 1 || !strings.Contains(e, tc.want) {
+			t.Errorf("sluice %v: code %d, stderr %q; want %q", tc.args, code, e, tc.want)
+		}
+	}
+}
