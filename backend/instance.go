@@ -29,6 +29,12 @@ type Instance struct {
 	reqs   []reqState
 	sample []error // per sample of the batch, from the executor
 	errs   []error // per request, returned by Execute
+
+	// Per-operator time: the executor's cumulative counters at the last
+	// Execute, and this Execute's share, which BatchStats.Ops points into.
+	opTotal []int64
+	opNow   []int64
+	ops     []OpTime
 }
 
 // reqState is one request's place in the batch and its fate.
@@ -74,6 +80,11 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		col:    newCollector(newCollectInputs(m.Inputs), m.MaxBatchSize),
 		resp:   newResponder(outs),
 	}
+	for _, name := range exec.Steps() {
+		inst.ops = append(inst.ops, OpTime{Name: name})
+	}
+	inst.opTotal = make([]int64, len(inst.ops))
+	inst.opNow = make([]int64, len(inst.ops))
 	if !m.register(inst) {
 		exec.Close()
 		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s: the model is unloading", name)}
@@ -133,6 +144,7 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 	st.ComputeStart = now()
 	if inst.run(n) {
 		inst.countImages(&st.Images)
+		st.Ops = inst.opTimes()
 	}
 	st.ComputeEnd = now()
 	inst.respond(reqs, resps)
@@ -251,4 +263,14 @@ func resize[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
+}
+
+// opTimes is the worker time each operator took in this Execute's run.
+func (inst *Instance) opTimes() []OpTime {
+	inst.exec.StepNanos(inst.opNow)
+	for i, t := range inst.opNow {
+		inst.ops[i].Ns = uint64(max(t-inst.opTotal[i], 0))
+		inst.opTotal[i] = t
+	}
+	return inst.ops
 }

@@ -25,6 +25,17 @@ type BatchStats struct {
 	// Images counts the batch's images by outcome (the pipeline's
 	// successes and failures by cause); zero when the pipeline did not run.
 	Images ImageStats
+	// Ops is the worker time each operator call of the pipeline took over
+	// the batch (decode, resize+crop, normalize...), summed over workers;
+	// nil when the pipeline did not run. It is the instance's, valid until
+	// the next Execute.
+	Ops []OpTime
+}
+
+// OpTime is one operator's share of a batch: worker nanoseconds.
+type OpTime struct {
+	Name string
+	Ns   uint64
 }
 
 // clockEpoch anchors the default clock.

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/testimg"
@@ -63,5 +64,33 @@ func TestCauses(t *testing.T) {
 	}
 	if causeIndex("something new") != causeIndex(ops.BadInput) {
 		t.Errorf("an unknown cause does not count as %q", ops.BadInput)
+	}
+}
+
+// TestOpTimes: each Execute reports the time of every operator call of the
+// pipeline, as the executor planned it (resize and crop fused), anew.
+func TestOpTimes(t *testing.T) {
+	m, err := LoadModel(ModelArgs{Name: "pre", Version: 1, RepoPath: imagenetDir(t), Config: []byte(goodConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	inst := mustInstance(t, m)
+	for round := range 2 {
+		reqs := []Request{request("IMAGE", rawInput(testimg.JPEG(300, 200, round)))}
+		_, st := inst.Execute(reqs, asResponses([]*fakeResponse{newResponse()}))
+		var names []string
+		for _, op := range st.Ops {
+			names = append(names, op.Name)
+			if op.Ns == 0 {
+				t.Errorf("round %d: %s took no time", round, op.Name)
+			}
+		}
+		if got := strings.Join(names, ","); got != "decode,resize+crop,normalize" {
+			t.Fatalf("round %d: ops %s", round, got)
+		}
+		if sum := st.Ops[0].Ns + st.Ops[1].Ns + st.Ops[2].Ns; sum > st.PipelineNs()*uint64(inst.exec.Workers()) {
+			t.Errorf("round %d: operators took %d ns of a %d ns run on %d workers: not this run's share", round, sum, st.PipelineNs(), inst.exec.Workers())
+		}
 	}
 }

@@ -8,8 +8,11 @@ import "C"
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/backend"
 )
@@ -26,6 +29,11 @@ import (
 //	                                 stages, label stage: collect (inputs into
 //	                                 the batch), pipeline (the executor's run),
 //	                                 respond (outputs into the responses)
+//	sluice_op_duration_us_total      cumulative worker microseconds of each
+//	                                 operator call of the pipeline, label op:
+//	                                 decode, resize+crop, normalize... (the
+//	                                 pipeline stage's split; workers run in
+//	                                 parallel, so it can exceed wall time)
 //
 // The families are made once, in TRITONBACKEND_Initialize, and deleted in
 // TRITONBACKEND_Finalize; each model makes its metrics in ModelInitialize
@@ -42,6 +50,7 @@ const (
 	famImageBytes
 	famFailures
 	famStages
+	famOps
 	numFamilies
 )
 
@@ -51,6 +60,8 @@ var familyDefs = [numFamilies]struct{ name, help string }{
 	famFailures:   {"sluice_image_failures_total", "Images the Sluice pipeline failed on, by cause"},
 	famStages: {"sluice_stage_duration_us_total",
 		"Cumulative microseconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (executor run), respond (outputs into the responses)"},
+	famOps: {"sluice_op_duration_us_total",
+		"Cumulative worker microseconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
 }
 
 // Stage label values, in modelMetrics.stages order.
@@ -122,6 +133,13 @@ type modelMetrics struct {
 	images, bytes *C.TRITONSERVER_Metric
 	failures      [len(backend.Causes)]*C.TRITONSERVER_Metric
 	stages        [len(stageNames)]*C.TRITONSERVER_Metric
+
+	// Per-operator metrics, made on an operator's first report: the
+	// operator calls are the executor's (fusion decides them), known once
+	// an instance exists. Instances record concurrently.
+	name, version string
+	opsMu         sync.Mutex
+	ops           map[string]*C.TRITONSERVER_Metric
 }
 
 // newModelMetrics makes a model's metrics, or returns nil, nil when
@@ -132,7 +150,7 @@ func newModelMetrics(name string, version int64) (*modelMetrics, error) {
 		return nil, nil
 	}
 	v := strconv.FormatInt(version, 10)
-	mm := &modelMetrics{}
+	mm := &modelMetrics{name: name, version: v, ops: map[string]*C.TRITONSERVER_Metric{}}
 	var err error
 	if mm.images, err = fs.metric(famImages, "model", name, "version", v); err != nil {
 		mm.delete()
@@ -176,6 +194,12 @@ func (mm *modelMetrics) delete() {
 	for i := range mm.stages {
 		del(&mm.stages[i])
 	}
+	mm.opsMu.Lock()
+	for k, m := range mm.ops {
+		del(&m)
+		delete(mm.ops, k)
+	}
+	mm.opsMu.Unlock()
 }
 
 // record adds one Execute's counts. Zero increments are skipped: each is
@@ -192,6 +216,26 @@ func (mm *modelMetrics) record(st *backend.BatchStats) {
 	increment(mm.stages[0], float64(st.CollectNs())/1e3)
 	increment(mm.stages[1], float64(st.PipelineNs())/1e3)
 	increment(mm.stages[2], float64(st.RespondNs())/1e3)
+	if len(st.Ops) == 0 {
+		return
+	}
+	mm.opsMu.Lock()
+	defer mm.opsMu.Unlock()
+	for _, op := range st.Ops {
+		m, ok := mm.ops[op.Name]
+		if !ok {
+			fs := theFamilies.Load()
+			if fs == nil {
+				return
+			}
+			var err error
+			if m, err = fs.metric(famOps, "model", mm.name, "version", mm.version, "op", op.Name); err != nil {
+				logger().Warn("sluice: cannot make an operator metric; going on without it", zap.String("op", op.Name), zap.Error(err))
+			}
+			mm.ops[op.Name] = m // nil after an error: not tried again
+		}
+		increment(m, float64(op.Ns)/1e3)
+	}
 }
 
 func increment(m *C.TRITONSERVER_Metric, v float64) {

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
@@ -114,6 +115,28 @@ func New(prog *pipeline.Compiled, opt Options) (*Executor, error) {
 
 // Workers is the size of the worker pool.
 func (e *Executor) Workers() int { return len(e.workers) }
+
+// Steps names the operator calls a sample goes through, in order: the
+// pipeline's nodes, with fused ones joined by "+" ("resize+crop").
+func (e *Executor) Steps() []string {
+	names := make([]string, len(e.steps))
+	for i, st := range e.steps {
+		names[i] = st.name
+	}
+	return names
+}
+
+// StepNanos sets dst[i] (len(Steps()) entries) to the worker time spent in
+// step i since New, summed over the workers, failed samples included: the
+// per-operator split of the pipeline's cost.
+func (e *Executor) StepNanos(dst []int64) {
+	clear(dst)
+	for _, w := range e.workers {
+		for i := range w.nanos {
+			dst[i] += w.nanos[i].Load()
+		}
+	}
+}
 
 // SampleBytes is the byte size of one sample of output i.
 func (e *Executor) SampleBytes(i int) int { return e.slot[i] }
@@ -277,10 +300,15 @@ func (e *Executor) runSample(w *worker, b *batch, s int) (err error) {
 	for i, o := range e.prog.Outputs {
 		w.bind(o.Ref, b.outs[i][s*e.slot[i]:(s+1)*e.slot[i]])
 	}
+	t0 := time.Now()
 	for i := range e.steps {
 		st := &e.steps[i]
 		node = st.name
-		if err := st.op.Run(&w.ctx[i], w.in[i], w.out[i]); err != nil {
+		err := st.op.Run(&w.ctx[i], w.in[i], w.out[i])
+		t1 := time.Now()
+		w.nanos[i].Add(int64(t1.Sub(t0)))
+		t0 = t1
+		if err != nil {
 			return &SampleError{Index: s, Node: st.name, Err: err}
 		}
 	}
@@ -305,6 +333,7 @@ type worker struct {
 	in     [][]*ops.Tensor // in[step][port]: where each input port reads
 	out    [][]*ops.Tensor // out[step][port]
 	ctx    []ops.Ctx       // per step
+	nanos  []atomic.Int64  // per step: time spent, read by StepNanos
 	bound  []*ops.Tensor   // tensors bound to output slots this sample
 }
 
@@ -315,6 +344,7 @@ func newWorker(prog *pipeline.Compiled, steps []step, lim ops.Limits) (*worker, 
 		in:     make([][]*ops.Tensor, len(steps)),
 		out:    make([][]*ops.Tensor, len(steps)),
 		ctx:    make([]ops.Ctx, len(steps)),
+		nanos:  make([]atomic.Int64, len(steps)),
 	}
 	for i := range w.inputs {
 		w.inputs[i].DType = ops.Uint8

@@ -311,3 +311,25 @@ func BenchmarkRun(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(imgs))/b.Elapsed().Seconds(), "images/s")
 }
+
+func TestStepNanos(t *testing.T) {
+	e := newExec(t, 2)
+	steps := e.Steps()
+	if want := []string{"probe", "decode", "resize", "normalize"}; strings.Join(steps, ",") != strings.Join(want, ",") {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	before := make([]int64, len(steps))
+	e.StepNanos(before)
+	e.mustRun(t, testBatch(t))
+	after := make([]int64, len(steps))
+	e.StepNanos(after)
+	for i, name := range steps {
+		if after[i] <= before[i] {
+			t.Errorf("step %s: time did not grow (%d → %d ns)", name, before[i], after[i])
+		}
+	}
+	// Decoding five JPEGs costs more than passing their bytes along.
+	if after[1]-before[1] <= after[0]-before[0] {
+		t.Errorf("decode %d ns <= probe %d ns", after[1]-before[1], after[0]-before[0])
+	}
+}

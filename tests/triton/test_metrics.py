@@ -75,6 +75,11 @@ def test_metrics_count_images_and_failures(sluice_server, photos):
     assert delta(key("sluice_image_failures_total", cause="corrupt data")) == 0
     for s in ("collect", "pipeline", "respond"):
         assert delta(key("sluice_stage_duration_us_total", stage=s)) > 0, s
+    # The pipeline stage split by operator, as the executor runs them
+    # (resize and crop fused); decoding costs the most.
+    op = {o: delta(key("sluice_op_duration_us_total", op=o)) for o in ("decode", "resize+crop", "normalize")}
+    assert all(v > 0 for v in op.values()), op
+    assert op["decode"] > op["normalize"], op
     # Other models' series are apart: the bytes model saw none of this.
     other = ("sluice_images_total", frozenset({("model", "preprocess_imagenet_bytes"), ("version", "1")}))
     assert after.get(other, 0.0) == before.get(other, 0.0)
