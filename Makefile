@@ -114,7 +114,9 @@ test-client: backend triton
 
 # perf_analyzer over gRPC, real JPEGs, concurrency 1-8: a Markdown table
 # (for docs/perf.md). Starts its own server unless PERF_ARGS names one
-# (e.g. PERF_ARGS="--work-dir build/triton" after make run-bg).
+# (e.g. PERF_ARGS="--work-dir build/triton" after make run-bg). HTTP and
+# batched requests too: PERF_ARGS='--protocols "grpc http" --batch "1 4"'
+# (each one repeats the sweep; --quick shortens it).
 PERF_ARGS ?=
 perf-triton: backend triton
 	scripts/perf_triton.sh $(PERF_ARGS)

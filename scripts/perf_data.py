@@ -10,6 +10,13 @@ perf_analyzer sends the entries in turn, one image per request ([1, N] with
 photos of corpus/jpeg/derived and corpus/jpeg/native (docs/perf.md's CPU
 numbers use the same files). Standard library only.
 
+With -b B > 1 perf_analyzer makes a [B, N] tensor of B consecutive entries
+(entries i..i+B-1 for every i, so repeating entries does not help), which
+must all have the same shape ("can not batch tensors with different shapes
+together"): --pad zero-pads every image to the largest one's size, which
+Sluice's decoders ignore (tests/triton: test_uint8_zero_padded_client_batch).
+It sends more bytes than the images hold; the note says how many.
+
 `sluice perf-data --corpus DIR -o FILE.json [SUBDIR...]` (cmd/sluice) writes
 the same format from Go, walking folders recursively and leaving out images
 Sluice cannot decode; this script stays for scripts/perf_triton.sh.
@@ -42,6 +49,9 @@ def main():
     ap.add_argument("--ext", nargs="+", default=[".jpg", ".jpeg"], help="file name endings (default: .jpg .jpeg)")
     ap.add_argument("--input", default="IMAGE", help="the model's input name (default IMAGE)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many images (0: all)")
+    ap.add_argument(
+        "--pad", action="store_true", help="zero-pad every image to the largest's size (for perf_analyzer -b > 1)"
+    )
     a = ap.parse_args()
 
     corpus = pathlib.Path(a.corpus)
@@ -56,18 +66,22 @@ def main():
     if not files:
         sys.exit(f"perf_data.py: no {'/'.join(a.ext)} files in {', '.join(a.dirs)} under {corpus}")
 
+    blobs = [p.read_bytes() for p in files]
+    total = sum(len(b) for b in blobs)
+    width = max(len(b) for b in blobs)
     data = []
-    total = 0
-    for p in files:
-        b = p.read_bytes()
-        total += len(b)
+    for b in blobs:
+        if a.pad:
+            b += bytes(width - len(b))
         # UINT8 [-1] input: shape without the batch dimension.
         data.append({a.input: {"content": {"b64": base64.b64encode(b).decode("ascii")}, "shape": [len(b)]}})
     out = pathlib.Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"data": data}))
     print(
-        f"perf_data.py: {len(files)} images, mean {total / len(files) / 1000:.1f} kB, from {', '.join(a.dirs)} -> {out}",
+        f"perf_data.py: {len(files)} images, mean {total / len(files) / 1000:.1f} kB, from {', '.join(a.dirs)}"
+        + (f", zero-padded to {width / 1000:.1f} kB" if a.pad else "")
+        + f" -> {out}",
         file=sys.stderr,
     )
 

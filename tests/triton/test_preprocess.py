@@ -2,6 +2,7 @@
 `sluice run`, both input forms, dynamic batching, broken images."""
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -144,23 +145,49 @@ def test_dynamic_batching(sluice_server, photos):
     every output equals the output of the same image sent alone."""
     images = photos[:32]
     assert len(images) == 32
+    # Triton records an execution's statistics after sending its responses,
+    # so a read right after the last response may miss it: the counts are
+    # taken before the single requests (once the earlier tests' have
+    # settled) and awaited until they add up.
+    before = settled_batch_sizes(sluice_server.http, IMAGENET)
     single = {str(p): infer_one(sluice_server.grpc, grpcclient, IMAGENET, p)["PIXELS"] for p in images}
+    known = {1: len(images)}  # the single requests' executions
     inputs = [[uint8_input(grpcclient, read_bytes(p))] for p in images]
     burst = GrpcBurst(sluice_server.grpc)
     seen = {}
     for attempt in range(3):  # the batcher decides; a loaded host rarely needs a second round
-        before = batch_sizes(sluice_server.http, IMAGENET)
         results = burst.run(IMAGENET, inputs)
-        after = batch_sizes(sluice_server.http, IMAGENET)
+        want = len(images) + sum(b * n for b, n in known.items())
+        after = settled_batch_sizes(sluice_server.http, IMAGENET, before, want)
         for p, (res, err) in zip(images, results):
             assert err is None, f"{p.name}: {err}"
             assert np.array_equal(res.as_numpy("PIXELS"), single[str(p)]), f"{p.name}: batched != single"
-        seen = {b: after.get(b, 0) - before.get(b, 0) for b in after if after.get(b, 0) > before.get(b, 0)}
-        assert sum(b * n for b, n in seen.items()) == len(images), (before, after)
+        seen = {b: after.get(b, 0) - before.get(b, 0) - known.get(b, 0) for b in after}
+        seen = {b: n for b, n in seen.items() if n > 0}
+        assert sum(b * n for b, n in seen.items()) == len(images), (before, after, known)
+        before, known = after, {}
         if max(seen) > 1:
             break
     print(f"batch sizes of the last burst (size: executions): {dict(sorted(seen.items()))}")
     assert max(seen) > 1, f"no batch of more than one request formed in 3 bursts of 32: {seen}"
+
+
+def settled_batch_sizes(client, model, before=None, want=0, timeout=10):
+    """batch_sizes once the requests counted since `before` reach `want`;
+    without `before`, once two reads 0.2 s apart agree. After timeout
+    seconds, as they are."""
+    deadline = time.monotonic() + timeout
+    last = batch_sizes(client, model)
+    while time.monotonic() < deadline:
+        time.sleep(0.02 if before is not None else 0.2)
+        now = batch_sizes(client, model)
+        if before is not None:
+            if sum(b * (n - before.get(b, 0)) for b, n in last.items()) >= want:
+                return last
+        elif now == last:
+            return now
+        last = now
+    return last
 
 
 def test_broken_images_fail_alone(sluice_server, photos, reference):
