@@ -11,7 +11,6 @@ package client
 // it a JPEG is generated.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -21,33 +20,25 @@ import (
 	"image/jpeg"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/tritontest"
 )
 
 const imagenet = "preprocess_imagenet"
 
-type tritonServer struct {
-	once     sync.Once
-	skip     string // why the tests skip
-	err      error  // why the server did not start
-	workDir  string
-	httpAddr string
-	grpcAddr string
-	log      string
-}
-
-var srv tritonServer
+var srv = tritontest.New(repoRoot(), tritontest.Options{
+	// Explicit model control: the repository tests load and unload models.
+	Explicit: true, Load: []string{imagenet},
+})
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	srv.stop()
+	srv.Stop()
 	os.Exit(code)
 }
 
@@ -56,114 +47,17 @@ func repoRoot() string {
 	return abs
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func (s *tritonServer) start() {
-	mode := os.Getenv("SLUICE_TRITON_TESTS")
-	if mode == "0" {
-		s.skip = "SLUICE_TRITON_TESTS=0"
-		return
-	}
-	root := repoRoot()
-	venv := filepath.Join(root, ".venv-triton")
-	if v := os.Getenv("TRITON_VENV"); v != "" {
-		venv = v
-	}
-	backends := filepath.Join(root, "build", "backends")
-	if v := os.Getenv("SLUICE_BACKEND_DIR"); v != "" {
-		backends = v
-	}
-	var missing []string
-	if !exists(filepath.Join(venv, "bin", "python")) {
-		missing = append(missing, venv+" (make triton)")
-	}
-	if !exists(filepath.Join(backends, "sluice", "libtriton_sluice.so")) {
-		missing = append(missing, filepath.Join(backends, "sluice", "libtriton_sluice.so")+" (make backend)")
-	}
-	if len(missing) > 0 {
-		msg := "real-Triton tests need " + strings.Join(missing, " and ")
-		if mode == "1" {
-			s.err = errors.New(msg + " (SLUICE_TRITON_TESTS=1)")
-		} else {
-			s.skip = msg + "; make test-client builds them and runs these tests"
-		}
-		return
-	}
-	wd, err := os.MkdirTemp("", "sluice-client-triton-")
-	if err != nil {
-		s.err = err
-		return
-	}
-	s.workDir = wd
-	// Explicit model control: the repository tests load and unload models.
-	// Free loopback ports, so that it runs next to `make run`.
-	cmd := exec.Command(filepath.Join(root, "scripts", "triton.sh"),
-		"--venv", venv, "--model-repo", filepath.Join(root, "model_repository"),
-		"--backend-dir", backends, "--work-dir", wd, "--explicit",
-		"--load-model", imagenet, "--timeout", "180")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	s.watchdog(root)
-	out, err := cmd.Output()
-	if err != nil {
-		s.err = fmt.Errorf("scripts/triton.sh: %v\n%s", err, stderr.String())
-		return
-	}
-	env := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			env[k] = v
-		}
-	}
-	s.httpAddr = env["TRITON_HOST"] + ":" + env["TRITON_HTTP_PORT"]
-	s.grpcAddr = env["TRITON_HOST"] + ":" + env["TRITON_GRPC_PORT"]
-	s.log = env["TRITON_LOG"]
-	if env["TRITON_HTTP_PORT"] == "" || env["TRITON_GRPC_PORT"] == "" {
-		s.err = fmt.Errorf("scripts/triton.sh printed no ports: %s", out)
-	}
-}
-
-// watchdog stops the server if this test process dies without reaching
-// TestMain's stop (a panic, -timeout): triton.sh starts it in a session of
-// its own, so nothing else would.
-func (s *tritonServer) watchdog(root string) {
-	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done
-if [ -d "$3" ]; then "$2" --stop --work-dir "$3" >/dev/null 2>&1; rm -rf "$3"; fi`
-	cmd := exec.Command("sh", "-c", script, "watchdog", strconv.Itoa(os.Getpid()),
-		filepath.Join(root, "scripts", "triton.sh"), s.workDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err == nil {
-		go cmd.Wait()
-	}
-}
-
-func (s *tritonServer) stop() {
-	if s.workDir == "" {
-		return
-	}
-	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "triton.sh"), "--stop", "--work-dir", s.workDir)
-	cmd.Run()
-	os.RemoveAll(s.workDir)
-}
-
 // clients starts the server once and returns a gRPC and an HTTP client to
 // it, or skips.
 func clients(t *testing.T) map[string]Client {
 	t.Helper()
-	srv.once.Do(srv.start)
-	if srv.skip != "" {
-		t.Skip(srv.skip)
-	}
-	if srv.err != nil {
-		t.Fatal(srv.err)
-	}
+	srv.Need(t)
 	opts := Options{Timeout: 60 * time.Second}
-	gc, err := NewGRPC(srv.grpcAddr, opts)
+	gc, err := NewGRPC(srv.GRPCAddr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc, err := NewHTTP(srv.httpAddr, opts, nil)
+	hc, err := NewHTTP(srv.HTTPAddr, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,42 +11,30 @@ package main
 // preprocess_bytes, the same pipeline behind a TYPE_STRING input.
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testimg"
+	"github.com/sluice-dev/sluice/internal/tritontest"
 )
 
-type tritonServer struct {
-	once    sync.Once
-	skip    string // why the tests skip
-	err     error  // why the server did not start
-	workDir string
-	root    string
-	addr    map[string]string // by protocol
-}
-
-var srv tritonServer
+// srv serves a repository of its own (makeRepo).
+var srv = tritontest.New(repoRoot(), tritontest.Options{Repo: makeRepo})
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	srv.stop()
+	srv.Stop()
 	os.Exit(code)
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+func repoRoot() string {
+	abs, _ := filepath.Abs(filepath.Join("..", ".."))
+	return abs
+}
 
 const bytesConfig = `name: "preprocess_bytes"
 backend: "sluice"
@@ -56,77 +44,7 @@ output [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
 instance_group [ { kind: KIND_CPU, count: 1 } ]
 `
 
-func (s *tritonServer) start(t *testing.T) {
-	mode := os.Getenv("SLUICE_TRITON_TESTS")
-	if mode == "0" {
-		s.skip = "SLUICE_TRITON_TESTS=0"
-		return
-	}
-	root := repoFile(t, "")
-	s.root = root
-	venv := filepath.Join(root, ".venv-triton")
-	if v := os.Getenv("TRITON_VENV"); v != "" {
-		venv = v
-	}
-	backends := filepath.Join(root, "build", "backends")
-	if v := os.Getenv("SLUICE_BACKEND_DIR"); v != "" {
-		backends = v
-	}
-	var missing []string
-	if !exists(filepath.Join(venv, "bin", "python")) {
-		missing = append(missing, venv+" (make triton)")
-	}
-	if !exists(filepath.Join(backends, "sluice", "libtriton_sluice.so")) {
-		missing = append(missing, filepath.Join(backends, "sluice", "libtriton_sluice.so")+" (make backend)")
-	}
-	if len(missing) > 0 {
-		msg := "sluice infer tests need " + strings.Join(missing, " and ")
-		if mode == "1" {
-			s.err = errors.New(msg + " (SLUICE_TRITON_TESTS=1)")
-		} else {
-			s.skip = msg + "; make backend triton builds them"
-		}
-		return
-	}
-	wd, err := os.MkdirTemp("", "sluice-cli-triton-")
-	if err != nil {
-		s.err = err
-		return
-	}
-	s.workDir = wd
-	repo := filepath.Join(wd, "models")
-	if s.err = s.makeRepo(root, repo); s.err != nil {
-		return
-	}
-	cmd := exec.Command(filepath.Join(root, "scripts", "triton.sh"),
-		"--venv", venv, "--model-repo", repo, "--backend-dir", backends,
-		"--work-dir", filepath.Join(wd, "server"), "--timeout", "180")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	s.watchdog(root)
-	out, err := cmd.Output()
-	if err != nil {
-		s.err = fmt.Errorf("scripts/triton.sh: %v\n%s", err, stderr.String())
-		return
-	}
-	env := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			env[k] = v
-		}
-	}
-	if env["TRITON_HTTP_PORT"] == "" || env["TRITON_GRPC_PORT"] == "" {
-		s.err = fmt.Errorf("scripts/triton.sh printed no ports: %s", out)
-		return
-	}
-	s.addr = map[string]string{
-		"grpc": env["TRITON_HOST"] + ":" + env["TRITON_GRPC_PORT"],
-		"http": env["TRITON_HOST"] + ":" + env["TRITON_HTTP_PORT"],
-	}
-}
-
-func (s *tritonServer) makeRepo(root, repo string) error {
+func makeRepo(root, repo string) error {
 	for _, m := range []string{"preprocess_imagenet", "ensemble_imagenet", "classifier"} {
 		if err := os.MkdirAll(filepath.Join(repo, m), 0o755); err != nil {
 			return err
@@ -153,39 +71,12 @@ func (s *tritonServer) makeRepo(root, repo string) error {
 	return os.WriteFile(filepath.Join(b, "config.pbtxt"), []byte(bytesConfig), 0o644)
 }
 
-// watchdog stops the server if this test process dies without reaching
-// TestMain's stop: triton.sh starts it in a session of its own.
-func (s *tritonServer) watchdog(root string) {
-	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done
-if [ -d "$3" ]; then "$2" --stop --work-dir "$3/server" >/dev/null 2>&1; rm -rf "$3"; fi`
-	cmd := exec.Command("sh", "-c", script, "watchdog", strconv.Itoa(os.Getpid()),
-		filepath.Join(root, "scripts", "triton.sh"), s.workDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err == nil {
-		go cmd.Wait()
-	}
-}
-
-func (s *tritonServer) stop() {
-	if s.workDir == "" {
-		return
-	}
-	exec.Command(filepath.Join(s.root, "scripts", "triton.sh"), "--stop", "--work-dir", filepath.Join(s.workDir, "server")).Run()
-	os.RemoveAll(s.workDir)
-}
-
 // server starts the server once and returns its address per protocol, or
 // skips.
 func server(t *testing.T) map[string]string {
 	t.Helper()
-	srv.once.Do(func() { srv.start(t) })
-	if srv.skip != "" {
-		t.Skip(srv.skip)
-	}
-	if srv.err != nil {
-		t.Fatal(srv.err)
-	}
-	return srv.addr
+	srv.Need(t)
+	return map[string]string{"grpc": srv.GRPCAddr, "http": srv.HTTPAddr}
 }
 
 func imageFiles(t *testing.T) (good, broken string) {
