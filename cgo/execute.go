@@ -105,10 +105,11 @@ func (st *instanceState) execute() (errs []error, stats backend.BatchStats) {
 // finish sends every response, then reports statistics and releases every
 // request (statistics must precede the release), then reports the batch.
 func (st *instanceState) finish(ti *C.TRITONBACKEND_ModelInstance, start uint64, errs []error, stats backend.BatchStats) {
-	ok := make([]bool, len(st.slots))
+	ok := st.ok[:0]
 	for i := range st.slots {
-		ok[i] = st.slots[i].send(statusOf(errs, i))
+		ok = append(ok, st.slots[i].send(statusOf(errs, i)))
 	}
+	st.ok = ok
 	execStart, computeStart, computeEnd, execEnd := timeline(start, monotonicNow(), stats)
 	for i := range st.slots {
 		req := st.slots[i].req

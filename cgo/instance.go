@@ -34,6 +34,7 @@ type instanceState struct {
 	slots []slot
 	reqs  []backend.Request
 	resps []backend.Response
+	ok    []bool // per request: succeeded (reused by finish)
 }
 
 // TRITONBACKEND_ModelInstanceInitialize creates backend's instance for

@@ -15,9 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/internal/tritontest"
 )
 
@@ -94,17 +92,7 @@ func photo(t *testing.T) []byte {
 		}
 	}
 	t.Logf("no corpus photo under %s: a generated JPEG", corpus)
-	img := image.NewRGBA(image.Rect(0, 0, 320, 240))
-	for y := 0; y < 240; y++ {
-		for x := 0; x < 320; x++ {
-			img.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x + y), 255})
-		}
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testimg.JPEG(320, 240, 0)
 }
 
 func imageInput(b []byte) Tensor {
