@@ -16,7 +16,7 @@ CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
 .PHONY: all build setup deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
-	bench-cpu fuzz proto proto-client test-client compact clean
+	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean
 
 all: build
 
@@ -159,6 +159,22 @@ proto-client:
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 	cd client/inferencepb && $(PROTOC_PATH) protoc --go_out=. --go_opt=paths=source_relative \
 	  --go-grpc_out=. --go-grpc_opt=paths=source_relative grpc_service.proto
+
+# The fused GPU kernel's PTX (kernels/sluice.ptx, embedded in the binary)
+# from kernels/*.cu; needs nvcc. A test fails when the PTX is stale.
+ptx:
+	scripts/ptx.sh
+
+# GPU tests and the GPU benchmark, for a machine with an NVIDIA GPU but no
+# Go: gpu-build puts the test binaries, the CLI and the corpus photos in
+# .bench/gpu; there, `scripts/gpu.sh run` runs the tests (under
+# compute-sanitizer too) and scripts/bench_gpu.py (Sluice vs torchvision
+# vs OpenCV). On a GPU machine with Go, bench-gpu runs the benchmark alone.
+gpu-build: deps
+	scripts/gpu.sh build
+
+bench-gpu: build
+	$(PYTHON) scripts/bench_gpu.py --sluice $(BUILD)/sluice --corpus $(CORPUS)
 
 clean:
 	rm -rf $(BUILD)

@@ -3,6 +3,7 @@ module github.com/sluice-dev/sluice
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	go.uber.org/zap v1.28.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

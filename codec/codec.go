@@ -92,6 +92,17 @@ type Header struct {
 // Pixels is Width × Height, computed without overflow on 64-bit ints.
 func (h Header) Pixels() int { return h.Width * h.Height }
 
+// HuffmanSequential reports a baseline or extended sequential JPEG with
+// Huffman coding of 1 or 3 components: what GPU JPEG decoders take. Other
+// JPEGs (progressive, arithmetic, lossless, CMYK) and other formats are
+// for the CPU.
+func (h Header) HuffmanSequential() bool {
+	return (h.jpeg.sof == 0xC0 || h.jpeg.sof == 0xC1) && (h.jpeg.components == 1 || h.jpeg.components == 3)
+}
+
+// Components is a JPEG's colour component count; 0 for other formats.
+func (h Header) Components() int { return h.jpeg.components }
+
 // ScaledSize is the stored size decoded at scale m/8, rounded up as
 // libjpeg-turbo's TJSCALED does. Unscalable formats ignore m.
 func (h Header) ScaledSize(m int) (height, width int) {

@@ -1,0 +1,412 @@
+// The GPU path's whole post-decode work in one kernel: orientation, crop
+// window, Pillow-exact resampling weights, letterbox/crop placement with
+// fill, channel selection (grey from colour included), normalisation and
+// the cast to the output type and layout.
+//
+// Why one kernel: every stage after decoding is a per-pixel map or a small
+// local filter, so fusing them means each decoded pixel is read about once
+// from DRAM (neighbouring threads share their taps through the caches), each
+// output element is written once, no intermediate image is ever stored, and
+// a whole batch of differently sized images costs a single launch (grid z is
+// the sample).
+//
+// Resampling follows ops/resample.go (Pillow): the same windows and
+// weights, computed on the fly per output pixel (no tables to upload), and
+// the same two passes with values rounded to bytes between and after them,
+// but as nested loops over the taps of one output pixel rather than over
+// an intermediate image, and in float rather than 22-bit fixed point. The
+// bytes therefore match the CPU's except where a sum falls within float
+// rounding of a half: a difference of one level on rare pixels.
+//
+// Built to PTX by `make ptx` (scripts/ptx.sh); the Go side embeds it.
+
+#include <cuda_fp16.h>
+#include <stddef.h>
+
+// One image of the batch; the source is an HWC uint8 image in device memory.
+// Mirrored by kernels.Sample (a test compares the layouts).
+struct sluice_sample {
+    unsigned long long src;  // decoded image
+    unsigned long long dst;  // this sample's output: out_h*out_w*out_c elements
+    int src_h, src_w;        // as stored
+    int src_pitch;           // bytes between stored rows
+    int src_c;               // channels stored: 1, 3 or 4
+    int orient;              // EXIF orientation 1..8: read the stored image upright
+    int win_y, win_x;        // window of the upright image that is resized; may reach outside it
+    int win_h, win_w;
+    int rs_h, rs_w;          // size the window is resized to (window size: a plain copy)
+    int off_y, off_x;        // output (y,x) shows resized (y-off_y, x-off_x); elsewhere fill
+    int out_h, out_w;        // this sample's output size
+    int reserved;            // keeps the size a multiple of 8
+};
+
+// The same for the whole batch; passed by value. Mirrored by kernels.Params.
+struct sluice_params {
+    int interp;       // 0 nearest, 1 linear, 2 cubic, 3 area
+    int antialias;    // 1: widen linear and cubic when shrinking; area always widens
+    int out_c;        // output channels 1..4
+    int layout;       // 0 CHW, 1 HWC
+    int dtype;        // 0 uint8, 1 float16, 2 float32
+    int src_chan[4];  // per output channel: source channel, -2 luma; >= src_c reads 255
+    float fill[4];    // per output channel, 0..255 scale, before mul/add
+    float mul[4];     // out = clamp(v, 0, 255) * mul + add
+    float add[4];
+};
+
+static_assert(sizeof(sluice_sample) == 80, "sluice_sample size");
+static_assert(offsetof(sluice_sample, dst) == 8, "sluice_sample.dst offset");
+static_assert(offsetof(sluice_sample, src_h) == 16, "sluice_sample.src_h offset");
+static_assert(offsetof(sluice_sample, orient) == 32, "sluice_sample.orient offset");
+static_assert(offsetof(sluice_sample, win_y) == 36, "sluice_sample.win_y offset");
+static_assert(offsetof(sluice_sample, rs_h) == 52, "sluice_sample.rs_h offset");
+static_assert(offsetof(sluice_sample, off_y) == 60, "sluice_sample.off_y offset");
+static_assert(offsetof(sluice_sample, out_h) == 68, "sluice_sample.out_h offset");
+static_assert(offsetof(sluice_sample, reserved) == 76, "sluice_sample.reserved offset");
+static_assert(sizeof(sluice_params) == 84, "sluice_params size");
+static_assert(offsetof(sluice_params, dtype) == 16, "sluice_params.dtype offset");
+static_assert(offsetof(sluice_params, src_chan) == 20, "sluice_params.src_chan offset");
+static_assert(offsetof(sluice_params, fill) == 36, "sluice_params.fill offset");
+static_assert(offsetof(sluice_params, mul) == 52, "sluice_params.mul offset");
+static_assert(offsetof(sluice_params, add) == 68, "sluice_params.add offset");
+
+enum { INTERP_NEAREST = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2, INTERP_AREA = 3 };
+enum { KIND_FLAT = 0, KIND_TRIANGLE = 1, KIND_CUBIC = 2 };
+
+// The taps of one output coordinate along one axis, in window coordinates:
+// inputs lo..lo+n-1, tap t weighted kernel((base+t)*ss) * inv (KIND_FLAT:
+// weight inv for every tap).
+struct axis_taps {
+    int lo, n, kind;
+    float base, ss, inv;
+};
+
+__device__ __forceinline__ float filter_weight(int kind, float x) {
+    x = fabsf(x);
+    if (kind == KIND_TRIANGLE) {
+        return x < 1.0f ? 1.0f - x : 0.0f;
+    }
+    // Keys' cubic, a = -0.5, as Pillow's BICUBIC.
+    if (x < 1.0f) {
+        return (1.5f * x - 2.5f) * x * x + 1.0f;
+    }
+    if (x < 2.0f) {
+        return (((x - 5.0f) * x + 8.0f) * x - 4.0f) * -0.5f;
+    }
+    return 0.0f;
+}
+
+// axis_setup reproduces axisTable.build (and buildNearest) of ops/resample.go
+// for output coordinate i of an axis resizing in pixels to out. The bounds
+// use the CPU's double arithmetic with explicit rounding intrinsics so that
+// no fused multiply-add moves a window edge.
+__device__ axis_taps axis_setup(int i, int in, int out, int interp, bool aa) {
+    axis_taps a;
+    a.kind = KIND_FLAT;
+    a.base = 0.0f;
+    a.ss = 1.0f;
+    a.inv = 1.0f;
+    a.n = 1;
+    if (in == out) {  // the CPU skips the pass: a plain copy
+        a.lo = i;
+        return a;
+    }
+    double scale = (double)(float)in / (double)out;
+    if (interp == INTERP_NEAREST) {
+        // Pillow accumulates the coordinate; the running sum decides
+        // exact ties (frequent with rational ratios), so near one the sum
+        // is replayed exactly.
+        double x = __dadd_rn(scale * 0.5, (double)i * scale);
+        if (fabs(x - rint(x)) < 1e-5) {
+            x = scale * 0.5;
+            for (int k = 0; k < i; k++) {
+                x = __dadd_rn(x, scale);
+            }
+        }
+        a.lo = min(max((int)x, 0), in - 1);
+        return a;
+    }
+    double fs = scale;
+    if (fs < 1.0 || (!aa && interp != INTERP_AREA)) {
+        fs = 1.0;
+    }
+    double support = (interp == INTERP_CUBIC ? 2.0 : interp == INTERP_AREA ? 0.5 : 1.0) * fs;
+    double ss = 1.0 / fs;
+    double center = __dmul_rn(__dadd_rn((double)i, 0.5), scale);
+    int lo = max((int)__dadd_rn(__dsub_rn(center, support), 0.5), 0);
+    int hi = max(min((int)__dadd_rn(__dadd_rn(center, support), 0.5), in), lo);
+    if (interp == INTERP_AREA) {
+        // The box's weights are 1 on a run of taps and 0 elsewhere; its
+        // edges are ties, decided in double exactly as on the CPU.
+        int first = hi, last = lo - 1;
+        for (int j = lo; j < hi; j++) {
+            double x = __dmul_rn(__dadd_rn(__dsub_rn((double)j, center), 0.5), ss);
+            if (x > -0.5 && x <= 0.5) {
+                first = min(first, j);
+                last = j;
+            }
+        }
+        a.lo = first < hi ? first : lo;
+        a.n = max(last - first + 1, 0);
+        a.inv = a.n > 0 ? 1.0f / (float)a.n : 1.0f;
+        return a;
+    }
+    a.kind = interp == INTERP_CUBIC ? KIND_CUBIC : KIND_TRIANGLE;
+    a.lo = lo;
+    a.n = hi - lo;
+    a.base = (float)__dadd_rn(__dsub_rn((double)lo, center), 0.5);
+    a.ss = (float)ss;
+    float sum = 0.0f;
+    for (int t = 0; t < a.n; t++) {
+        sum += filter_weight(a.kind, (a.base + (float)t) * a.ss);
+    }
+    a.inv = sum != 0.0f ? 1.0f / sum : 1.0f;
+    return a;
+}
+
+__device__ __forceinline__ float tap_weight(const axis_taps& a, int t) {
+    return a.kind == KIND_FLAT ? 1.0f : filter_weight(a.kind, (a.base + (float)t) * a.ss);
+}
+
+// to_byte is the CPU's fixed-point rounding of a resampled value, half up,
+// clipped to 0..255 (Pillow's clip8).
+__device__ __forceinline__ float to_byte(float x) { return fminf(fmaxf(floorf(x + 0.5f), 0.0f), 255.0f); }
+
+// What each output channel reads from a source pixel.
+enum { SEL_ALPHA = -1, SEL_LUMA = -2 };
+
+extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_sample* __restrict__ samples,
+                                                              sluice_params p) {
+    const sluice_sample s = samples[blockIdx.z];
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= s.out_w || y >= s.out_h) {
+        return;
+    }
+    const int oc = min(max(p.out_c, 1), 4);
+    const int sc = s.src_c;
+    const int ry = y - s.off_y, rx = x - s.off_x;
+
+    float v[4];
+    if (ry < 0 || ry >= s.rs_h || rx < 0 || rx >= s.rs_w || s.win_h <= 0 || s.win_w <= 0) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            v[k] = p.fill[k];
+        }
+    } else {
+        // Channel selectors, resolved once per thread.
+        int sel[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int c = p.src_chan[k];
+            if (c == SEL_LUMA) {
+                sel[k] = sc >= 3 ? SEL_LUMA : 0;
+            } else if (c < 0) {
+                sel[k] = 0;
+            } else if (sc == 1 && c < 3) {
+                sel[k] = 0;  // grey serves red, green and blue
+            } else {
+                sel[k] = c < sc ? c : SEL_ALPHA;
+            }
+        }
+        // Upright (u, v) is stored byte u*su + v*sv + o0 (orientations as
+        // codec.Orient applies them); the upright size swaps for 5..8.
+        const long long pitch = s.src_pitch, cc = sc;
+        const long long H1 = s.src_h - 1, W1 = s.src_w - 1;
+        long long o0 = 0, su = pitch, sv = cc;
+        switch (s.orient) {
+            case 2: o0 = W1 * cc; su = pitch; sv = -cc; break;
+            case 3: o0 = H1 * pitch + W1 * cc; su = -pitch; sv = -cc; break;
+            case 4: o0 = H1 * pitch; su = -pitch; sv = cc; break;
+            case 5: o0 = 0; su = cc; sv = pitch; break;
+            case 6: o0 = H1 * pitch; su = cc; sv = -pitch; break;
+            case 7: o0 = H1 * pitch + W1 * cc; su = -cc; sv = -pitch; break;
+            case 8: o0 = W1 * cc; su = -cc; sv = pitch; break;
+            default: break;
+        }
+        const bool swap = s.orient >= 5 && s.orient <= 8;
+        const int uh = swap ? s.src_w : s.src_h, uw = swap ? s.src_h : s.src_w;
+        const unsigned char* src = (const unsigned char*)s.src;
+
+        const bool aa = p.antialias != 0;
+        const axis_taps ay = axis_setup(ry, s.win_h, s.rs_h, p.interp, aa);
+        const axis_taps ax = axis_setup(rx, s.win_w, s.rs_w, p.interp, aa);
+
+        // Pillow's two passes: the one it runs first (vertical when the
+        // height shrinks by over twice as many pixels as the width, as
+        // ops.resample) is the inner loop, and its results are rounded to
+        // bytes before the outer pass weighs them, as the CPU's
+        // intermediate image does. A pass over an unchanged axis is a copy,
+        // where the rounding changes nothing.
+        const bool vfirst = s.win_h - s.rs_h > 2 * (s.win_w - s.rs_w) && s.rs_h < s.win_h;
+        const axis_taps ao = vfirst ? ax : ay;
+        const axis_taps ai = vfirst ? ay : ax;
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int to = 0; to < ao.n; to++) {
+            float racc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int ti = 0; ti < ai.n; ti++) {
+                const int u = s.win_y + ay.lo + (vfirst ? ti : to);  // upright row
+                const int w = s.win_x + ax.lo + (vfirst ? to : ti);  // upright column
+                float px[4];
+                if (u >= 0 && u < uh && w >= 0 && w < uw) {
+                    const unsigned char* q = src + (o0 + (long long)u * su + (long long)w * sv);
+                    const unsigned int b0 = __ldg(q);
+                    const unsigned int b1 = sc > 1 ? __ldg(q + 1) : b0;
+                    const unsigned int b2 = sc > 2 ? __ldg(q + 2) : b0;
+                    const unsigned int b3 = sc > 3 ? __ldg(q + 3) : 255u;
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        const int c = sel[k];
+                        unsigned int val;
+                        if (c == SEL_LUMA) {
+                            // libjpeg's and codec's fixed-point ITU-R 601
+                            // luma, rounded as the CPU's grey decode.
+                            val = (b0 * 19595u + b1 * 38470u + b2 * 7471u + 0x8000u) >> 16;
+                        } else if (c == SEL_ALPHA) {
+                            val = 255u;
+                        } else {
+                            // Selects, not an indexed array, keep it in registers.
+                            val = c == 0 ? b0 : c == 1 ? b1 : c == 2 ? b2 : b3;
+                        }
+                        px[k] = (float)val;
+                    }
+                } else {
+                    // Outside the source: the window was cut from an image
+                    // padded with fill.
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        px[k] = p.fill[k];
+                    }
+                }
+                const float wi = tap_weight(ai, ti);
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    racc[k] = fmaf(wi, px[k], racc[k]);
+                }
+            }
+            const float wo = tap_weight(ao, to);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                acc[k] = fmaf(wo, to_byte(racc[k] * ai.inv), acc[k]);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            v[k] = to_byte(acc[k] * ao.inv);
+        }
+    }
+
+    const size_t plane = (size_t)s.out_h * (size_t)s.out_w;
+    const size_t pix = (size_t)y * (size_t)s.out_w + (size_t)x;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (k >= oc) {
+            break;
+        }
+        // Resampled values are bytes already; the clamp bounds the fill.
+        const float f = fminf(fmaxf(v[k], 0.0f), 255.0f) * p.mul[k] + p.add[k];
+        const size_t i = p.layout == 0 ? (size_t)k * plane + pix : pix * (size_t)oc + (size_t)k;
+        switch (p.dtype) {
+            case 0:  // as ops.normalize: round half to even, then clamp
+                ((unsigned char*)s.dst)[i] = (unsigned char)fminf(fmaxf(rintf(f), 0.0f), 255.0f);
+                break;
+            case 1:
+                ((__half*)s.dst)[i] = __float2half_rn(f);
+                break;
+            default:
+                ((float*)s.dst)[i] = f;
+                break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Colour JPEGs reach the GPU as nvJPEG's planar YCbCr rather than its RGB:
+// nvJPEG's own chroma upsampling is not libjpeg's "fancy" (triangular) one
+// and differs from the CPU decode by tens of levels at colour edges.
+// sluice_ycc upsamples and converts the planes exactly as libjpeg-turbo 2.1
+// does with TurboJPEG's default flags (jdsample.c's fancy upsamplers,
+// jdcolor.c's ycc_rgb_convert), so that only IDCT rounding can differ from
+// codec's RGB decode.
+
+// One colour JPEG decoded to planes. Mirrored by kernels.YCC.
+struct sluice_ycc {
+    unsigned long long y, cb, cr;  // planes in device memory
+    unsigned long long dst;        // interleaved RGB out, dst_pitch bytes per row
+    int w, h;                      // image (Y plane) size
+    int y_pitch, c_pitch;          // bytes between rows of Y, and of Cb/Cr
+    int c_w, c_h;                  // chroma plane size (at least w and h over sub, rounded up)
+    int sub_x, sub_y;              // 1 or 2: chroma subsampling
+    int dst_pitch, reserved;
+};
+
+static_assert(sizeof(sluice_ycc) == 72, "sluice_ycc size");
+static_assert(offsetof(sluice_ycc, dst) == 24, "sluice_ycc.dst offset");
+static_assert(offsetof(sluice_ycc, w) == 32, "sluice_ycc.w offset");
+static_assert(offsetof(sluice_ycc, y_pitch) == 40, "sluice_ycc.y_pitch offset");
+static_assert(offsetof(sluice_ycc, c_w) == 48, "sluice_ycc.c_w offset");
+static_assert(offsetof(sluice_ycc, sub_x) == 56, "sluice_ycc.sub_x offset");
+static_assert(offsetof(sluice_ycc, dst_pitch) == 64, "sluice_ycc.dst_pitch offset");
+static_assert(offsetof(sluice_ycc, reserved) == 68, "sluice_ycc.reserved offset");
+
+// chroma_at is the upsampled chroma sample of output pixel (x, y) from a
+// cw×ch plane (libjpeg's downsampled size). libjpeg pads each plane by
+// replicating its edge columns and rows, which clamping the neighbours'
+// indices reproduces; its separate first/last column cases equal that.
+__device__ __forceinline__ int chroma_at(const unsigned char* __restrict__ p, int pitch, int cw, int ch,
+                                         int sx, int sy, int x, int y) {
+    const int i = min(x / sx, cw - 1);
+    const int r = min(y / sy, ch - 1);
+    const unsigned char* row = p + (long long)r * pitch;
+    // jinit_upsampler: the horizontal-doubling fancy upsamplers need more
+    // than two columns; with fewer, libjpeg replicates (both axes for 2x2).
+    const bool hfancy = sx == 2 && cw > 2;
+    if (sy == 2 && (sx == 1 || hfancy)) {
+        // The nearer chroma row weighs 3, the other (above for even output
+        // rows, below for odd ones) 1.
+        const int r2 = (y & 1) ? min(r + 1, ch - 1) : max(r - 1, 0);
+        const unsigned char* row2 = p + (long long)r2 * pitch;
+        if (sx == 1) {  // h1v2_fancy_upsample
+            const int colsum = 3 * (int)__ldg(row + i) + (int)__ldg(row2 + i);
+            return (colsum + ((y & 1) ? 2 : 1)) >> 2;
+        }
+        // h2v2_fancy_upsample: column sums, then the same 3:1 across.
+        const int j = (x & 1) ? min(i + 1, cw - 1) : max(i - 1, 0);
+        const int cs = 3 * (int)__ldg(row + i) + (int)__ldg(row2 + i);
+        const int cn = 3 * (int)__ldg(row + j) + (int)__ldg(row2 + j);
+        return (3 * cs + cn + ((x & 1) ? 7 : 8)) >> 4;
+    }
+    if (sy == 1 && hfancy) {  // h2v1_fancy_upsample
+        const int j = (x & 1) ? min(i + 1, cw - 1) : max(i - 1, 0);
+        return (3 * (int)__ldg(row + i) + (int)__ldg(row + j) + ((x & 1) ? 2 : 1)) >> 2;
+    }
+    return __ldg(row + i);  // 4:4:4, or plain replication
+}
+
+__device__ __forceinline__ unsigned char clamp_byte(int v) { return (unsigned char)min(max(v, 0), 255); }
+
+extern "C" __global__ void __launch_bounds__(256) sluice_ycc(const sluice_ycc* __restrict__ imgs) {
+    const struct sluice_ycc m = imgs[blockIdx.z];
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= m.w || y >= m.h) {
+        return;
+    }
+    const int sx = m.sub_x == 2 ? 2 : 1, sy = m.sub_y == 2 ? 2 : 1;
+    // libjpeg's downsampled size, which decides its edges; the planes may
+    // be larger (padded), never smaller (LaunchYCC checks).
+    const int cw = min(m.c_w, (m.w + sx - 1) / sx), ch = min(m.c_h, (m.h + sy - 1) / sy);
+    const int Y = __ldg((const unsigned char*)m.y + (long long)y * m.y_pitch + x);
+    const int cb = chroma_at((const unsigned char*)m.cb, m.c_pitch, cw, ch, sx, sy, x, y) - 128;
+    const int cr = chroma_at((const unsigned char*)m.cr, m.c_pitch, cw, ch, sx, sy, x, y) - 128;
+    // build_ycc_rgb_table's entries (16-bit fixed point, FIX(1.40200) =
+    // 91881, FIX(1.77200) = 116130, FIX(0.71414) = 46802, FIX(0.34414) =
+    // 22554, ONE_HALF = 32768), combined as ycc_rgb_convert does; >> of a
+    // negative int is arithmetic, as libjpeg's RIGHT_SHIFT.
+    const int cr_r = (91881 * cr + 32768) >> 16;
+    const int cb_b = (116130 * cb + 32768) >> 16;
+    const int g = (-22554 * cb + 32768 + -46802 * cr) >> 16;
+    unsigned char* d = (unsigned char*)m.dst + (long long)y * m.dst_pitch + 3LL * x;
+    d[0] = clamp_byte(Y + cr_r);
+    d[1] = clamp_byte(Y + g);
+    d[2] = clamp_byte(Y + cb_b);
+}

@@ -1,0 +1,497 @@
+package kernels_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/kernels"
+	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+// The fused kernel against the CPU operators: each case runs a pipeline
+// through the CPU executor on a lossless PNG of an image, and the kernel on
+// the same pixels with the Sample and Params that express that pipeline,
+// and compares the outputs on the 0..255 scale.
+
+// runner runs the kernel once over a batch: imgs[i] is the stored HWC image
+// of samples[i] (tightly packed); it returns each sample's output bytes.
+type runner func(t *testing.T, imgs [][]byte, samples []kernels.Sample, p kernels.Params) [][]byte
+
+// newRunner gives the kernel's runner, skipping the test without a GPU.
+var newRunner = cudaRunner
+
+// cudaSetup makes the primary context current, loads the kernels and
+// makes a stream, all released at the test's end; it skips the test
+// without a GPU.
+func cudaSetup(t *testing.T) (*cuda.Context, *kernels.Fused, cuda.Stream) {
+	if err := cuda.Init(); err != nil {
+		t.Skip("no CUDA driver: " + err.Error())
+	}
+	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+		t.Skipf("no CUDA device: %d devices, %v", n, err)
+	}
+	// The context is current on one OS thread; the test and its cleanups
+	// stay on it.
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	ctx, err := cuda.RetainPrimary(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Release(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ctx.SetCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := kernels.LoadFused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	st, err := cuda.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Destroy(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx, f, st
+}
+
+func cudaRunner(t *testing.T) runner {
+	ctx, f, st := cudaSetup(t)
+	return func(t *testing.T, imgs [][]byte, samples []kernels.Sample, p kernels.Params) [][]byte {
+		t.Helper()
+		// Subtests run on goroutines of their own: make the context
+		// current on this one's thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := ctx.SetCurrent(); err != nil {
+			t.Fatal(err)
+		}
+		var bufs []cuda.DevicePtr
+		defer func() {
+			for _, b := range bufs {
+				if err := cuda.MemFree(b); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		upload := func(b []byte) cuda.DevicePtr {
+			d, err := cuda.MemAlloc(len(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs = append(bufs, d)
+			if err := cuda.MemcpyHtoDAsync(d, b, st); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		samples = append([]kernels.Sample(nil), samples...)
+		outs := make([][]byte, len(samples))
+		maxH, maxW := 0, 0
+		for i := range samples {
+			s := &samples[i]
+			s.Src = uint64(upload(imgs[i]))
+			// A sentinel that no output byte of these cases has in every
+			// element: an unwritten output shows.
+			outs[i] = bytes.Repeat([]byte{0xA5}, outBytes(s, &p))
+			s.Dst = uint64(upload(outs[i]))
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+			maxH, maxW = max(maxH, int(s.OutH)), max(maxW, int(s.OutW))
+		}
+		dev := upload(kernels.SampleBytes(samples))
+		if err := f.Launch(st, &p, dev, len(samples), maxH, maxW); err != nil {
+			t.Fatal(err)
+		}
+		for i := range samples {
+			if err := cuda.MemcpyDtoHAsync(outs[i], cuda.DevicePtr(samples[i].Dst), st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
+}
+
+func outBytes(s *kernels.Sample, p *kernels.Params) int {
+	return int(s.OutH) * int(s.OutW) * int(p.OutC) * []int{1, 2, 4}[p.DType]
+}
+
+// testImage is a deterministic h×w RGB image: smooth gradients with noise,
+// so that both flat areas and edges are resampled.
+func testImage(h, w int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	px := make([]byte, h*w*3)
+	for y := range h {
+		for x := range w {
+			p := px[(y*w+x)*3:]
+			noise := r.IntN(41) - 20
+			p[0] = clampByte(x*255/max(w-1, 1) + noise)
+			p[1] = clampByte(y*255/max(h-1, 1) - noise)
+			p[2] = clampByte((x+y)*2 + r.IntN(64))
+			if (x/8+y/8)%5 == 0 { // hard edges
+				p[2] = 255 - p[2]
+			}
+		}
+	}
+	return px
+}
+
+func clampByte(v int) byte { return byte(min(max(v, 0), 255)) }
+
+// encodePNG encodes an HWC RGB image.
+func encodePNG(t *testing.T, px []byte, h, w int) []byte {
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range h * w {
+		copy(m.Pix[i*4:], px[i*3:i*3+3])
+		m.Pix[i*4+3] = 255
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// cpuRun runs a pipeline's text on one encoded image and returns its first
+// output.
+func cpuRun(t *testing.T, text string, enc []byte) []byte {
+	t.Helper()
+	def, err := pipeline.ParseText([]byte(text), "gpu_test.pbtxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := pipeline.Compile(def, "gpu_test.pbtxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := executor.New(prog, executor.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.Run([][][]byte{{enc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errs[0] != nil {
+		t.Fatal(r.Errs[0])
+	}
+	return bytes.Clone(r.Outputs[0].Data)
+}
+
+// values decodes output bytes to the 0..255 scale, undoing mul/add.
+func values(b []byte, p *kernels.Params, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		var f float64
+		switch p.DType {
+		case kernels.DTypeUint8:
+			v[i] = float64(b[i])
+			continue
+		case kernels.DTypeFloat16:
+			f = halfToFloat(binary.LittleEndian.Uint16(b[i*2:]))
+		default:
+			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i*4:])))
+		}
+		k := i % int(p.OutC) // HWC
+		if p.Layout == kernels.LayoutCHW {
+			k = i / (n / int(p.OutC))
+		}
+		v[i] = (f - float64(p.Add[k])) / float64(p.Mul[k])
+	}
+	return v
+}
+
+func halfToFloat(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	e, m := int(h>>10&0x1f), float64(h&0x3ff)
+	switch e {
+	case 0:
+		return sign * m * math.Ldexp(1, -24)
+	case 0x1f:
+		if m != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * (1 + m/1024) * math.Ldexp(1, e-15)
+}
+
+// Geometry as the CPU operators compute it (torchvision's and
+// ultralytics' rules), to express each pipeline as a Sample.
+
+func shorterSize(h, w, n int) (int, int) {
+	short, long := min(h, w), max(h, w)
+	nl := int(float64(n) * float64(long) / float64(short))
+	if w <= h {
+		return nl, n
+	}
+	return n, nl
+}
+
+func centerStart(in, out int) int {
+	if out > in {
+		return -((out - in) / 2)
+	}
+	return int(math.RoundToEven(float64(in-out) / 2))
+}
+
+func letterbox(h, w, ch, cw int) (nh, nw, top, left int) {
+	r := math.Min(float64(ch)/float64(h), float64(cw)/float64(w))
+	nw = min(max(int(math.RoundToEven(float64(w)*r)), 1), cw)
+	nh = min(max(int(math.RoundToEven(float64(h)*r)), 1), ch)
+	top = int(math.RoundToEven(float64(ch-nh)/2 - 0.1))
+	left = int(math.RoundToEven(float64(cw-nw)/2 - 0.1))
+	return nh, nw, top, left
+}
+
+type fusedCase struct {
+	name   string
+	h, w   int // stored size
+	orient int
+	gray   bool   // decode color GRAY
+	nodes  string // the pipeline's nodes after decode
+	// sample fills in the geometry for the upright size uh×uw.
+	sample func(uh, uw int) kernels.Sample
+	p      kernels.Params
+}
+
+var (
+	rgb     = [4]int32{0, 1, 2, 3}
+	imagenS = [4]float32{
+		float32(1 / 255.0 / 0.229), float32(1 / 255.0 / 0.224), float32(1 / 255.0 / 0.225), 1}
+	imagenA = [4]float32{
+		float32(-0.485 / 0.229), float32(-0.456 / 0.224), float32(-0.406 / 0.225), 0}
+	ones   = [4]float32{1, 1, 1, 1}
+	by255  = [4]float32{1 / 255.0, 1 / 255.0, 1 / 255.0, 1 / 255.0}
+	interp = []string{"nearest", "linear", "cubic", "area"}
+)
+
+const imagenetNodes = `
+node { op: "resize" arg { name: "shorter" int: 64 } arg { name: "interp" str: "linear" } }
+node { op: "crop" arg { name: "size" ints { v: [56, 56] } } }
+node { op: "normalize" arg { name: "scale" float: 0.00392156862745098 }
+  arg { name: "mean" floats { v: [0.485, 0.456, 0.406] } } arg { name: "std" floats { v: [0.229, 0.224, 0.225] } } }
+`
+
+// imagenet is resize shorter=64 then a centre crop of 56.
+func imagenet(uh, uw int) kernels.Sample {
+	rh, rw := shorterSize(uh, uw, 64)
+	return kernels.Sample{WinH: int32(uh), WinW: int32(uw), RsH: int32(rh), RsW: int32(rw),
+		OffY: int32(-centerStart(rh, 56)), OffX: int32(-centerStart(rw, 56)), OutH: 56, OutW: 56}
+}
+
+func imagenetParams() kernels.Params {
+	return kernels.Params{Interp: kernels.InterpLinear, Antialias: 1, OutC: 3, Layout: kernels.LayoutCHW,
+		DType: kernels.DTypeFloat32, SrcChan: rgb, Mul: imagenS, Add: imagenA}
+}
+
+func exact(h, w int) func(uh, uw int) kernels.Sample {
+	return func(uh, uw int) kernels.Sample {
+		return kernels.Sample{WinH: int32(uh), WinW: int32(uw), RsH: int32(h), RsW: int32(w), OutH: int32(h), OutW: int32(w)}
+	}
+}
+
+func fusedCases() []fusedCase {
+	cs := []fusedCase{
+		{name: "imagenet", h: 97, w: 131, orient: 1, nodes: imagenetNodes, sample: imagenet, p: imagenetParams()},
+		{name: "imagenet/orient3", h: 97, w: 131, orient: 3, nodes: imagenetNodes, sample: imagenet, p: imagenetParams()},
+		{name: "imagenet/orient6", h: 97, w: 131, orient: 6, nodes: imagenetNodes, sample: imagenet, p: imagenetParams()},
+		{
+			name: "letterbox/fp16", h: 97, w: 131, orient: 1,
+			nodes: `
+node { op: "letterbox" arg { name: "size" ints { v: [64, 64] } } arg { name: "fill" floats { v: [114] } } }
+node { op: "normalize" input: "letterbox:image" arg { name: "scale" float: 0.00392156862745098 }
+  arg { name: "dtype" str: "FP16" } }`,
+			sample: func(uh, uw int) kernels.Sample {
+				nh, nw, top, left := letterbox(uh, uw, 64, 64)
+				return kernels.Sample{WinH: int32(uh), WinW: int32(uw), RsH: int32(nh), RsW: int32(nw),
+					OffY: int32(top), OffX: int32(left), OutH: 64, OutW: 64}
+			},
+			p: kernels.Params{Interp: kernels.InterpLinear, Antialias: 1, OutC: 3, Layout: kernels.LayoutCHW,
+				DType: kernels.DTypeFloat16, SrcChan: rgb, Fill: [4]float32{114, 114, 114, 114}, Mul: by255},
+		},
+		{
+			// The window reaches past the top and the right of the image.
+			name: "crop-then-resize", h: 97, w: 131, orient: 1,
+			nodes: `
+node { op: "crop" arg { name: "roi" ints { v: [-10, 20, 80, 130] } } arg { name: "fill" floats { v: [7] } } }
+node { op: "resize" arg { name: "size" ints { v: [33, 47] } } }
+node { op: "normalize" arg { name: "dtype" str: "UINT8" } arg { name: "layout" str: "HWC" } }`,
+			sample: func(uh, uw int) kernels.Sample {
+				return kernels.Sample{WinY: -10, WinX: 20, WinH: 80, WinW: 130, RsH: 33, RsW: 47, OutH: 33, OutW: 47}
+			},
+			p: kernels.Params{Interp: kernels.InterpLinear, Antialias: 1, OutC: 3, Layout: kernels.LayoutHWC,
+				DType: kernels.DTypeUint8, SrcChan: rgb, Fill: [4]float32{7, 7, 7, 7}, Mul: ones},
+		},
+		{
+			name: "gray/orient6", h: 97, w: 131, orient: 6, gray: true,
+			nodes: `
+node { op: "resize" arg { name: "size" ints { v: [50, 40] } } arg { name: "interp" str: "cubic" } }
+node { op: "normalize" arg { name: "scale" float: 0.00392156862745098 } arg { name: "mean" floats { v: [0.5] } } }`,
+			sample: exact(50, 40),
+			p: kernels.Params{Interp: kernels.InterpCubic, Antialias: 1, OutC: 1, Layout: kernels.LayoutCHW,
+				DType: kernels.DTypeFloat32, SrcChan: [4]int32{kernels.ChanLuma}, Mul: by255, Add: [4]float32{-0.5}},
+		},
+		{
+			// Channels reversed, CHW bytes.
+			name: "bgr/uint8-chw", h: 60, w: 45, orient: 8,
+			nodes: `
+node { op: "resize" arg { name: "size" ints { v: [45, 30] } } }
+node { op: "normalize" arg { name: "order" str: "BGR" } arg { name: "dtype" str: "UINT8" } }`,
+			sample: exact(45, 30),
+			p: kernels.Params{Interp: kernels.InterpLinear, Antialias: 1, OutC: 3, Layout: kernels.LayoutCHW,
+				DType: kernels.DTypeUint8, SrcChan: [4]int32{2, 1, 0}, Mul: ones},
+		},
+	}
+	// Exact sizes for every filter with and without antialias: a shrink
+	// on both axes, an enlargement, a height shrunk much more than the
+	// width (Pillow's vertical-first order), and ratios with exact ties
+	// for nearest (96→36 and 128→48 are 8/3).
+	sizes := []struct{ h, w, oh, ow int }{{97, 131, 40, 50}, {31, 23, 70, 52}, {131, 97, 30, 90}, {96, 128, 36, 48}}
+	for f, name := range interp {
+		for _, aa := range []bool{true, false} {
+			for _, sz := range sizes {
+				cs = append(cs, fusedCase{
+					name: fmt.Sprintf("%s/aa=%v/%dx%d-%dx%d", name, aa, sz.h, sz.w, sz.oh, sz.ow),
+					h:    sz.h, w: sz.w, orient: 1,
+					nodes: fmt.Sprintf(`
+node { op: "resize" arg { name: "size" ints { v: [%d, %d] } } arg { name: "interp" str: %q } arg { name: "antialias" bool: %v } }
+node { op: "normalize" arg { name: "dtype" str: "UINT8" } arg { name: "layout" str: "HWC" } }`, sz.oh, sz.ow, name, aa),
+					sample: exact(sz.oh, sz.ow),
+					p: kernels.Params{Interp: int32(f), Antialias: b2i(aa), OutC: 3, Layout: kernels.LayoutHWC,
+						DType: kernels.DTypeUint8, SrcChan: rgb, Mul: ones},
+				})
+			}
+		}
+	}
+	return cs
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestFusedMatchesCPU(t *testing.T) {
+	run := newRunner(t)
+	for i, c := range fusedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			stored := testImage(c.h, c.w, uint64(i))
+			uh, uw := codec.OrientedDims(c.h, c.w, c.orient)
+			upright := make([]byte, len(stored))
+			codec.Orient(upright, stored, c.h, c.w, 3, c.orient)
+			color := "RGB"
+			if c.gray {
+				color = "GRAY"
+			}
+			text := fmt.Sprintf("version: 1\ninput { name: \"IMAGE\" }\nnode { op: \"decode\" arg { name: \"color\" str: %q } }\n%s\noutput { name: \"OUT\" }\n", color, c.nodes)
+			want := cpuRun(t, text, encodePNG(t, upright, uh, uw))
+
+			s := c.sample(uh, uw)
+			s.SrcH, s.SrcW, s.SrcPitch, s.SrcC, s.Orient = int32(c.h), int32(c.w), int32(c.w*3), 3, int32(c.orient)
+			got := run(t, [][]byte{stored}, []kernels.Sample{s}, c.p)[0]
+			if len(got) != len(want) {
+				t.Fatalf("kernel wrote %d bytes, the CPU %d", len(got), len(want))
+			}
+			compare(t, values(got, &c.p, int(s.OutH*s.OutW)*int(c.p.OutC)), values(want, &c.p, int(s.OutH*s.OutW)*int(c.p.OutC)))
+		})
+	}
+}
+
+// TestFusedBatch runs differently sized and oriented images in one launch:
+// each sample must get its own geometry and leave the grid's spare threads
+// idle.
+func TestFusedBatch(t *testing.T) {
+	run := newRunner(t)
+	shapes := []struct{ h, w, o int }{{97, 131, 1}, {40, 300, 6}, {256, 64, 3}, {57, 57, 7}}
+	var imgs [][]byte
+	var samples []kernels.Sample
+	var wants [][]byte
+	p := imagenetParams()
+	text := "version: 1\ninput { name: \"IMAGE\" }\nnode { op: \"decode\" }\n" + imagenetNodes + "output { name: \"OUT\" }\n"
+	for i, sh := range shapes {
+		stored := testImage(sh.h, sh.w, uint64(100+i))
+		uh, uw := codec.OrientedDims(sh.h, sh.w, sh.o)
+		upright := make([]byte, len(stored))
+		codec.Orient(upright, stored, sh.h, sh.w, 3, sh.o)
+		wants = append(wants, cpuRun(t, text, encodePNG(t, upright, uh, uw)))
+		s := imagenet(uh, uw)
+		s.SrcH, s.SrcW, s.SrcPitch, s.SrcC, s.Orient = int32(sh.h), int32(sh.w), int32(sh.w*3), 3, int32(sh.o)
+		imgs, samples = append(imgs, stored), append(samples, s)
+	}
+	// A larger last sample: the others' threads past 56×56 must return.
+	big := testImage(120, 90, 200)
+	imgs = append(imgs, big)
+	samples = append(samples, kernels.Sample{SrcH: 120, SrcW: 90, SrcPitch: 270, SrcC: 3, Orient: 1,
+		WinH: 120, WinW: 90, RsH: 120, RsW: 90, OutH: 120, OutW: 90})
+	got := run(t, imgs, samples, p)
+	for i := range shapes {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			compare(t, values(got[i], &p, 3*56*56), values(wants[i], &p, 3*56*56))
+		})
+	}
+	// The last one is a plain copy: exact up to float rounding.
+	v := values(got[len(got)-1], &p, 3*120*90)
+	for k := range 3 {
+		for i := range 120 * 90 {
+			if d := math.Abs(v[k*120*90+i] - float64(big[i*3+k])); d > 1e-3 {
+				t.Fatalf("copied sample: channel %d pixel %d is %v, want %d", k, i, v[k*120*90+i], big[i*3+k])
+			}
+		}
+	}
+}
+
+// compare asserts the kernel's values are within rounding of the CPU's:
+// mean absolute difference at most 0.5 and none above 4 levels of 255.
+func compare(t *testing.T, got, want []float64) {
+	t.Helper()
+	sum, worst, at := 0.0, 0.0, 0
+	for i := range got {
+		d := math.Abs(got[i] - want[i])
+		if math.IsNaN(d) {
+			d = math.Inf(1)
+		}
+		sum += d
+		if d > worst {
+			worst, at = d, i
+		}
+	}
+	mean := sum / float64(len(got))
+	t.Logf("mean |diff| %.4f, max %.3f at element %d", mean, worst, at)
+	if mean > 0.5 || worst > 4 {
+		t.Errorf("kernel differs from the CPU: mean |diff| %.4f (limit 0.5), max %.3f at element %d (got %.3f, want %.3f; limit 4)",
+			mean, worst, at, got[at], want[at])
+	}
+}

@@ -1,0 +1,183 @@
+package nvjpeg
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-dev/sluice/kernels/cuda"
+)
+
+// gpu makes device 0's primary context current on the calling (locked) thread, or skips.
+func gpu(t *testing.T) {
+	t.Helper()
+	if err := cuda.Init(); err != nil {
+		t.Skipf("no CUDA driver: %v", err)
+	}
+	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
+		t.Skipf("no CUDA device: %d, %v", n, err)
+	}
+	if err := Init(); err != nil {
+		t.Skipf("no nvJPEG: %v", err)
+	}
+	ctx, err := cuda.RetainPrimary(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Release() })
+	if err := ctx.SetCurrent(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gradient is a 64x48 test image, encoded by the standard library (always 4:2:0 for colour).
+func gradient(t *testing.T) ([]byte, *image.RGBA) {
+	t.Helper()
+	const w, h = 64, 48
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y * 5), uint8(128 + x - y), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := jpeg.Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := image.NewRGBA(dec.Bounds())
+	for y := range h {
+		for x := range w {
+			ref.Set(x, y, dec.At(x, y))
+		}
+	}
+	return buf.Bytes(), ref
+}
+
+func TestGPUDecodeBatched(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	gpu(t)
+	data, ref := gradient(t)
+	h, err := NewHandle(Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	decodeAndCompare(t, h, data, ref)
+
+	if _, err := h.ImageInfo([]byte("not a jpeg at all")); err == nil {
+		t.Error("ImageInfo of garbage succeeded")
+	} else if _, ok := err.(*Error); !ok {
+		t.Errorf("ImageInfo of garbage: %T %v, want *Error", err, err)
+	}
+}
+
+func TestGPUHardwareBackend(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	gpu(t)
+	h, err := NewHandle(Hardware)
+	if IsStatus(err, StatusArchMismatch) || IsStatus(err, StatusJPEGNotSupported) ||
+		IsStatus(err, StatusImplementationNotSupported) {
+		t.Skipf("no hardware JPEG decoder on this GPU: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	data, ref := gradient(t)
+	js, err := h.NewJpegStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	for _, headerOnly := range []bool{true, false} {
+		if err := js.Parse(h, data, headerOnly); err != nil {
+			t.Fatalf("Parse(headerOnly=%v): %v", headerOnly, err)
+		}
+		ok, err := h.BatchedSupported(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Skip("hardware decoder declines this image (too small?)")
+		}
+	}
+	decodeAndCompare(t, h, data, ref)
+}
+
+func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
+	t.Helper()
+	if err := h.SetDeviceMemoryPadding(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetPinnedMemoryPadding(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	info, err := h.ImageInfo(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Info{Components: 3, Subsampling: CSS420, Widths: [4]int{64, 32, 32}, Heights: [4]int{48, 24, 24}}
+	if info != want {
+		t.Fatalf("ImageInfo = %+v, want %+v", info, want)
+	}
+	w, ht := info.Widths[0], info.Heights[0]
+
+	st, err := h.NewState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := h.BatchedInitialize(st, 1, 1, OutputRGBI); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := cuda.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	n := w * ht * 3
+	dev, err := cuda.MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.MemFree(dev)
+	out, err := cuda.MemHostAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.MemFreeHost(out)
+
+	dst := []Image{{Channel: [4]uintptr{uintptr(dev)}, Pitch: [4]uint64{uint64(w * 3)}}}
+	if err := h.DecodeBatched(st, [][]byte{data}, dst, stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.MemcpyDtoHAsync(out, dev, stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	var sum int
+	for y := range ht {
+		for x := range w {
+			for c := range 3 {
+				d := int(out[(y*w+x)*3+c]) - int(ref.Pix[y*ref.Stride+x*4+c])
+				sum += max(d, -d)
+			}
+		}
+	}
+	mean := float64(sum) / float64(n)
+	t.Logf("mean |nvJPEG - image/jpeg| = %.3f", mean)
+	if mean > 2 {
+		t.Errorf("mean abs difference from the standard library's decode = %.3f, want <= 2", mean)
+	}
+}

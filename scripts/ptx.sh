@@ -1,0 +1,29 @@
+#!/bin/sh
+# Builds kernels/sluice.ptx from kernels/*.cu (make ptx). Its first line
+# records a hash of the sources, so that a test can tell when the committed
+# PTX is stale without needing nvcc:
+#   sha256 over the kernels/*.cu and *.cuh files, sorted by name (C locale),
+#   each contributing: its base name, a NUL, its size in bytes in decimal,
+#   a NUL, its bytes.
+# kernels/ptx_test.go computes the same hash.
+set -eu
+NVCC=${NVCC:-nvcc}
+cd "$(dirname "$0")/.."
+
+hash=$(
+	export LC_ALL=C
+	for f in $(ls kernels/*.cu kernels/*.cuh 2>/dev/null | sort); do
+		printf '%s\0%s\0' "$(basename "$f")" "$(wc -c <"$f" | tr -d ' ')"
+		cat "$f"
+	done | sha256sum | cut -d' ' -f1
+)
+
+tmp=kernels/sluice.ptx.tmp
+trap 'rm -f "$tmp"' EXIT
+# compute_70: the PTX JIT-compiles on Volta and every later GPU.
+"$NVCC" -ptx -arch=compute_70 -O3 -o "$tmp" kernels/fused.cu
+{
+	printf '// sluice-source-sha256: %s\n' "$hash"
+	cat "$tmp"
+} >kernels/sluice.ptx
+echo "kernels/sluice.ptx: sources $hash"
