@@ -33,6 +33,21 @@ type Response interface {
 	Output(name, dataType string, shape []int64) ([]byte, error)
 }
 
+// Buffer is an output buffer where Triton placed it: host memory (Host),
+// or device memory of GPU Device at Ptr when Host is nil.
+type Buffer struct {
+	Host   []byte
+	Ptr    uintptr
+	Device int
+}
+
+// DeviceResponse is a Response that can place outputs in GPU memory, for
+// KIND_GPU instances. Triton has the last word: it hands out host memory
+// when the consumer (a client, a CPU model) wants it there.
+type DeviceResponse interface {
+	OutputOn(name, dataType string, shape []int64, device int) (Buffer, error)
+}
+
 // Code classifies an error for Triton (TRITONSERVER_Error_Code).
 type Code int
 

@@ -221,8 +221,16 @@ func TestParameters(t *testing.T) {
 		})
 	}
 	m := mustLoad(t, dir, with(map[string]string{"workers": " 3 ", "max_image_pixels": "1000000", "max_image_bytes": "65536"}))
-	if want := (Params{Workers: 3, Limits: ops.Limits{MaxPixels: 1000000, MaxBytes: 65536}}); m.Params != want {
+	if want := (Params{Workers: 3, Limits: ops.Limits{MaxPixels: 1000000, MaxBytes: 65536}, HWShare: -1}); m.Params != want {
 		t.Errorf("params %+v, want %+v", m.Params, want)
+	}
+	m = mustLoad(t, dir, with(map[string]string{"gpu_memory_bytes": "268435456", "gpu_hardware_decode_share": "0.75"}))
+	if m.Params.GPUMemory != 256<<20 || m.Params.HWShare != 0.75 {
+		t.Errorf("GPU params %+v, want 256 MiB and a share of 0.75", m.Params)
+	}
+	for _, v := range []string{"1.5", "-0.1", "half", "NaN"} {
+		_, err := load(t, dir, with(map[string]string{"gpu_hardware_decode_share": v}), false)
+		wantError(t, err, CodeInvalidArg, `parameter "gpu_hardware_decode_share": "`+v+`" is not a number from 0 to 1`)
 	}
 
 	_, err := load(t, dir, with(map[string]string{"max_image_pixel": "10"}), false)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -23,7 +24,8 @@ type Instance struct {
 
 	mu     sync.Mutex // serialises Execute and Close
 	closed bool
-	exec   *executor.Executor
+	exec   *executor.Executor // KIND_CPU
+	gpu    *gpu.Executor      // KIND_GPU
 	col    *collector
 	resp   *responder
 	reqs   []reqState
@@ -35,6 +37,13 @@ type Instance struct {
 	opTotal []int64
 	opNow   []int64
 	ops     []OpTime
+
+	// GPU instances: where each sample of each output goes, a host
+	// buffer for the samples of requests whose outputs could not be
+	// placed, and the decoder counts at the last Execute.
+	dst      [][]gpu.Dest
+	scratch  [][]byte
+	decTotal [len(DecodePaths)]int64
 }
 
 // reqState is one request's place in the batch and its fate.
@@ -45,15 +54,13 @@ type reqState struct {
 }
 
 // NewInstance makes an instance of the given kind (Triton's
-// TRITONSERVER_InstanceGroupKindString). CPU instances are the only ones
-// for now; KIND_AUTO and KIND_MODEL run on the CPU too.
+// TRITONSERVER_InstanceGroupKindString): KIND_GPU runs the GPU executor on
+// the given device; KIND_CPU, KIND_AUTO and KIND_MODEL run on the CPU.
 func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	switch kind {
-	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL":
-	case "KIND_GPU":
-		return nil, &Error{Code: CodeUnsupported, Msg: "KIND_GPU instances are not supported yet: use instance_group [{kind: KIND_CPU}]"}
+	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL", "KIND_GPU":
 	default:
-		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use instance_group [{kind: KIND_CPU}]", name, kind)}
+		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use KIND_CPU or KIND_GPU", name, kind)}
 	}
 	// Each instance compiles its own operators: an executor links and
 	// fuses them (decode learns its consumer), and instances start while
@@ -62,35 +69,56 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
 	}
-	exec, err := executor.New(prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits})
-	if err != nil {
-		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
-	}
-	outs := make([]respondOutput, len(m.Pipeline.Outputs))
-	for i, o := range m.Pipeline.Outputs {
-		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: exec.SampleBytes(i)}
-	}
 	inst := &Instance{
 		Name:   name,
 		Kind:   kind,
 		Device: device,
 		model:  m,
 		log:    m.log.With(zap.String("instance", name)),
-		exec:   exec,
 		col:    newCollector(newCollectInputs(m.Inputs), m.MaxBatchSize),
-		resp:   newResponder(outs),
 	}
-	for _, name := range exec.Steps() {
+	var steps []string
+	var sampleBytes func(int) int
+	if kind == "KIND_GPU" {
+		g, err := gpu.New(prog, gpu.Options{Device: device, Workers: m.Params.Workers, Limits: m.Params.Limits,
+			MemoryCap: m.Params.GPUMemory, HWShare: m.Params.HWShare})
+		if err != nil {
+			return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s (KIND_GPU, device %d): %v", name, device, err)}
+		}
+		inst.gpu, steps, sampleBytes = g, gpu.Steps, g.SampleBytes
+		inst.dst = make([][]gpu.Dest, len(m.Pipeline.Outputs))
+		inst.scratch = make([][]byte, len(m.Pipeline.Outputs))
+	} else {
+		exec, err := executor.New(prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits})
+		if err != nil {
+			return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
+		}
+		inst.exec, steps, sampleBytes = exec, exec.Steps(), exec.SampleBytes
+	}
+	outs := make([]respondOutput, len(m.Pipeline.Outputs))
+	for i, o := range m.Pipeline.Outputs {
+		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: sampleBytes(i)}
+	}
+	inst.resp = newResponder(outs)
+	for _, name := range steps {
 		inst.ops = append(inst.ops, OpTime{Name: name})
 	}
 	inst.opTotal = make([]int64, len(inst.ops))
 	inst.opNow = make([]int64, len(inst.ops))
 	if !m.register(inst) {
-		exec.Close()
+		inst.closeExecutor()
 		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s: the model is unloading", name)}
 	}
-	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("workers", exec.Workers()))
+	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("device", device), zap.Int("workers", m.Params.Workers))
 	return inst, nil
+}
+
+func (inst *Instance) closeExecutor() {
+	if inst.gpu != nil {
+		inst.gpu.Close()
+	} else {
+		inst.exec.Close()
+	}
 }
 
 // Close stops the instance's executor, after an Execute in flight.
@@ -102,7 +130,7 @@ func (inst *Instance) Close() {
 		return
 	}
 	inst.closed = true
-	inst.exec.Close()
+	inst.closeExecutor()
 	inst.model.forget(inst)
 }
 
@@ -142,12 +170,22 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 
 	n := inst.collect(reqs)
 	st.ComputeStart = now()
-	if inst.run(n) {
-		inst.countImages(&st.Images)
-		st.Ops = inst.opTimes()
+	if inst.gpu != nil {
+		if inst.runGPU(n, resps) {
+			inst.countImages(&st.Images)
+			inst.countDecoded(&st.Images)
+			st.Ops = inst.opTimes()
+		}
+		st.ComputeEnd = now()
+		inst.settle()
+	} else {
+		if inst.run(n) {
+			inst.countImages(&st.Images)
+			st.Ops = inst.opTimes()
+		}
+		st.ComputeEnd = now()
+		inst.respond(reqs, resps)
 	}
-	st.ComputeEnd = now()
-	inst.respond(reqs, resps)
 	st.Samples = n
 	st.ExecEnd = now()
 	return errs, st
@@ -267,7 +305,11 @@ func resize[T any](s []T, n int) []T {
 
 // opTimes is the worker time each operator took in this Execute's run.
 func (inst *Instance) opTimes() []OpTime {
-	inst.exec.StepNanos(inst.opNow)
+	if inst.gpu != nil {
+		inst.gpu.StepNanos(inst.opNow)
+	} else {
+		inst.exec.StepNanos(inst.opNow)
+	}
 	for i, t := range inst.opNow {
 		inst.ops[i].Ns = uint64(max(t-inst.opTotal[i], 0))
 		inst.opTotal[i] = t

@@ -22,6 +22,13 @@ type Params struct {
 	Workers int
 	// Limits bound each image, checked before anything is allocated.
 	Limits ops.Limits
+	// GPUMemory caps the device memory a KIND_GPU instance allocates for
+	// its batches; 0 means the executor's default (1 GiB).
+	GPUMemory int64
+	// HWShare is the share of hardware-decodable JPEGs a KIND_GPU
+	// instance sends to the GPU's JPEG engines; negative means the
+	// executor's default.
+	HWShare float64
 }
 
 // Parameter names.
@@ -30,9 +37,11 @@ const (
 	ParamWorkers        = "workers"
 	ParamMaxImagePixels = "max_image_pixels"
 	ParamMaxImageBytes  = "max_image_bytes"
+	ParamGPUMemory      = "gpu_memory_bytes"
+	ParamHWShare        = "gpu_hardware_decode_share"
 )
 
-var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageBytes}
+var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageBytes, ParamGPUMemory, ParamHWShare}
 
 // maxWorkers bounds the workers parameter: each worker holds its own
 // decode state and image buffers, so a typo of a few extra digits would
@@ -43,7 +52,7 @@ const maxWorkers = 1024
 // than being ignored: a misspelt "max_image_pixel" must not silently leave
 // the default limit in place.
 func parseParams(p map[string]string) (Params, error) {
-	out := Params{Workers: runtime.GOMAXPROCS(0), Limits: ops.DefaultLimits}
+	out := Params{Workers: runtime.GOMAXPROCS(0), Limits: ops.DefaultLimits, HWShare: -1}
 	names := make([]string, 0, len(p))
 	for k := range p {
 		names = append(names, k)
@@ -62,6 +71,12 @@ func parseParams(p map[string]string) (Params, error) {
 			out.Limits.MaxPixels, err = intParam(k, v, 0)
 		case ParamMaxImageBytes:
 			out.Limits.MaxBytes, err = intParam(k, v, 0)
+		case ParamGPUMemory:
+			var n int
+			n, err = intParam(k, v, 0)
+			out.GPUMemory = int64(n)
+		case ParamHWShare:
+			out.HWShare, err = shareParam(k, v)
 		default:
 			err = fmt.Errorf("unknown parameter %q: Sluice knows %s", k, strings.Join(knownParams, ", "))
 		}
@@ -88,4 +103,13 @@ func intParam(name, v string, max int) (int, error) {
 		return 0, fmt.Errorf("parameter %q: %q is not %s", name, v, want)
 	}
 	return n, nil
+}
+
+// shareParam reads a fraction from 0 to 1.
+func shareParam(name, v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		return 0, fmt.Errorf("parameter %q: %q is not a number from 0 to 1", name, v)
+	}
+	return f, nil
 }

@@ -63,7 +63,13 @@ type ImageStats struct {
 	// Failures counts the samples that failed, by cause (index as in
 	// Causes).
 	Failures [len(Causes)]int
+	// Decoded counts a GPU instance's decoded images by decoder path
+	// (index as in DecodePaths); zero on CPU instances.
+	Decoded [len(DecodePaths)]int
 }
+
+// DecodePaths names the decoders of a GPU instance, as in ImageStats.Decoded.
+var DecodePaths = [...]string{"hardware", "hybrid", "cpu"}
 
 // causeIndex is c's index in Causes.
 func causeIndex(c ops.Cause) int {

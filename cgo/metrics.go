@@ -42,8 +42,10 @@ import (
 // (metrics disabled, or a Triton built without them), Sluice logs that
 // once and runs without.
 //
-// Later: the GPU decoder's share (nvJPEG hardware vs hybrid backend), once
-// GPU instances exist.
+//	sluice_gpu_decoded_images_total  images a KIND_GPU instance decoded, label
+//	                                 path: hardware (the GPU's JPEG engines),
+//	                                 hybrid (nvJPEG on the SMs), cpu
+//	                                 (libjpeg-turbo, then uploaded)
 
 const (
 	famImages = iota
@@ -51,6 +53,7 @@ const (
 	famFailures
 	famStages
 	famOps
+	famDecoded
 	numFamilies
 )
 
@@ -62,6 +65,8 @@ var familyDefs = [numFamilies]struct{ name, help string }{
 		"Cumulative microseconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (executor run), respond (outputs into the responses)"},
 	famOps: {"sluice_op_duration_us_total",
 		"Cumulative worker microseconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
+	famDecoded: {"sluice_gpu_decoded_images_total",
+		"Images the GPU instances of a Sluice model decoded, by decoder: hardware (JPEG engines), hybrid (nvJPEG on the SMs), cpu (libjpeg-turbo, uploaded)"},
 }
 
 // Stage label values, in modelMetrics.stages order.
@@ -133,6 +138,7 @@ type modelMetrics struct {
 	images, bytes *C.TRITONSERVER_Metric
 	failures      [len(backend.Causes)]*C.TRITONSERVER_Metric
 	stages        [len(stageNames)]*C.TRITONSERVER_Metric
+	decoded       [len(backend.DecodePaths)]*C.TRITONSERVER_Metric
 
 	// Per-operator metrics, made on an operator's first report: the
 	// operator calls are the executor's (fusion decides them), known once
@@ -172,6 +178,12 @@ func newModelMetrics(name string, version int64) (*modelMetrics, error) {
 			return nil, err
 		}
 	}
+	for i, p := range backend.DecodePaths {
+		if mm.decoded[i], err = fs.metric(famDecoded, "model", name, "version", v, "path", p); err != nil {
+			mm.delete()
+			return nil, err
+		}
+	}
 	return mm, nil
 }
 
@@ -193,6 +205,9 @@ func (mm *modelMetrics) delete() {
 	}
 	for i := range mm.stages {
 		del(&mm.stages[i])
+	}
+	for i := range mm.decoded {
+		del(&mm.decoded[i])
 	}
 	mm.opsMu.Lock()
 	for k, m := range mm.ops {
@@ -216,6 +231,9 @@ func (mm *modelMetrics) record(st *backend.BatchStats) {
 	increment(mm.stages[0], float64(st.CollectNs())/1e3)
 	increment(mm.stages[1], float64(st.PipelineNs())/1e3)
 	increment(mm.stages[2], float64(st.RespondNs())/1e3)
+	for i, n := range st.Images.Decoded {
+		increment(mm.decoded[i], float64(n))
+	}
 	if len(st.Ops) == 0 {
 		return
 	}

@@ -112,17 +112,36 @@ func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, erro
 // Output adds an output to the response and returns its buffer, Triton's
 // host memory, to fill until Execute returns.
 func (s *slot) Output(name, dataType string, shape []int64) ([]byte, error) {
+	b, err := s.output(name, dataType, shape, C.TRITONSERVER_MEMORY_CPU, 0)
+	if err != nil {
+		return nil, err
+	}
+	if b.Host == nil && b.Ptr != 0 {
+		return nil, &backend.Error{Code: backend.CodeUnsupported,
+			Msg: fmt.Sprintf("output %s: Triton gave GPU memory (device %d) for a host-memory request", name, b.Device)}
+	}
+	return b.Host, nil
+}
+
+// OutputOn adds an output and asks for its buffer in the memory of GPU
+// device. Triton may give host memory instead, when the consumer wants it
+// there; Buffer says which.
+func (s *slot) OutputOn(name, dataType string, shape []int64, device int) (backend.Buffer, error) {
+	return s.output(name, dataType, shape, C.TRITONSERVER_MEMORY_GPU, device)
+}
+
+func (s *slot) output(name, dataType string, shape []int64, want C.TRITONSERVER_MemoryType, device int) (backend.Buffer, error) {
 	dt, elemSize, ok := dataTypeByName(dataType)
 	if !ok {
-		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: unknown data type %q", name, dataType)}
+		return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: unknown data type %q", name, dataType)}
 	}
 	if elemSize == 0 {
-		return nil, &backend.Error{Code: backend.CodeUnsupported,
+		return backend.Buffer{}, &backend.Error{Code: backend.CodeUnsupported,
 			Msg: fmt.Sprintf("output %s: %s has no fixed element size; the buffer size cannot follow from the shape", name, dataType)}
 	}
 	size, err := byteSize(shape, elemSize)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: "output " + name + ": " + err.Error()}
+		return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: "output " + name + ": " + err.Error()}
 	}
 	var cshape *C.int64_t
 	if len(shape) > 0 {
@@ -131,19 +150,24 @@ func (s *slot) Output(name, dataType string, shape []int64) ([]byte, error) {
 	}
 	var out *C.TRITONBACKEND_Output
 	if e := C.TRITONBACKEND_ResponseOutput(s.resp, &out, s.st.names.get(name), dt, cshape, C.uint32_t(len(shape))); e != nil {
-		return nil, goError("output "+name, e)
+		return backend.Buffer{}, goError("output "+name, e)
 	}
 	var (
 		p     unsafe.Pointer
-		mem   = C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
-		memID C.int64_t
+		mem   = want
+		memID = C.int64_t(device)
 	)
 	if e := C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(size), &mem, &memID); e != nil {
-		return nil, goError("output "+name, e)
+		return backend.Buffer{}, goError("output "+name, e)
+	}
+	if size > 0 && p == nil {
+		return backend.Buffer{}, &backend.Error{Code: backend.CodeInternal, Msg: fmt.Sprintf("output %s: Triton gave no buffer for %d bytes", name, size)}
 	}
 	if mem == C.TRITONSERVER_MEMORY_GPU {
-		return nil, &backend.Error{Code: backend.CodeUnsupported,
-			Msg: fmt.Sprintf("output %s: Triton gave GPU memory (device %d) for a host-memory request", name, int64(memID))}
+		return backend.Buffer{Ptr: uintptr(p), Device: int(memID)}, nil
 	}
-	return unsafe.Slice((*byte)(p), size), nil
+	if size == 0 {
+		return backend.Buffer{Host: []byte{}}, nil
+	}
+	return backend.Buffer{Host: unsafe.Slice((*byte)(p), size)}, nil
 }

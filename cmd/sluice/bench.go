@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +12,11 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu"
 )
 
 // benchResult is what bench prints, also as JSON for scripts.
@@ -28,6 +33,54 @@ type benchResult struct {
 	P50ms          float64 `json:"p50_ms"`
 	P99ms          float64 `json:"p99_ms"`
 	AllocsPerBatch float64 `json:"allocs_per_batch"`
+	Instances      int     `json:"instances"`
+	// GPU only: per batch of the first instance, milliseconds in each
+	// stage (parse, decode, kernel), and images decoded by each path.
+	StageMs map[string]float64 `json:"stage_ms,omitempty"`
+	Decoded map[string]int64   `json:"decoded,omitempty"`
+}
+
+// benchInstance is one executor of a bench run with its own batches.
+type benchInstance struct {
+	e      runner
+	run    func([][][]byte) (*executor.Result, error)
+	imgs   [][]byte
+	batch  [][]byte
+	next   int
+	lat    []time.Duration
+	failed int
+}
+
+func newBenchInstance(e runner, imgs [][]byte, bs, i int, hostOut bool) *benchInstance {
+	bi := &benchInstance{e: e, run: e.Run, imgs: imgs, batch: make([][]byte, bs), next: i * bs}
+	// On the GPU, outputs stay in device memory, as for the next model of
+	// an ensemble; --host-out copies them out as a client would get them.
+	if g, ok := e.(*gpu.Executor); ok && !hostOut {
+		bi.run = func(in [][][]byte) (*executor.Result, error) {
+			errs, err := g.RunOnDevice(in)
+			return &executor.Result{Errs: errs}, err
+		}
+	}
+	return bi
+}
+
+// step runs one batch, the next images in turn, and counts its failures.
+func (bi *benchInstance) step() (int, error) {
+	for i := range bi.batch {
+		bi.batch[i] = bi.imgs[bi.next%len(bi.imgs)]
+		bi.next++
+	}
+	res, err := bi.run([][][]byte{bi.batch})
+	if err != nil {
+		return 0, err
+	}
+	failed := 0
+	for _, err := range res.Errs {
+		if err != nil {
+			failed++
+		}
+	}
+	return failed, nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -36,6 +89,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	dur := fs.Duration("duration", 5*time.Second, "how long to measure, after one warm-up pass")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured part to this file")
+	hostOut := fs.Bool("host-out", false, "with --gpu: copy outputs to host memory (default: keep them on the GPU)")
+	instances := fs.Int("instances", 1, "executors running batches at once (as a Triton instance count)")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -51,31 +106,30 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		imgs = append(imgs, b...)
 	}
-	e, _, err := ef.open()
-	if err != nil {
-		return err
+	if *instances < 1 {
+		return fmt.Errorf("--instances must be at least 1")
 	}
-	defer e.Close()
-
-	bs := *ef.batch
-	batch := make([][]byte, bs)
-	next := 0
-	fill := func() {
-		for i := range batch {
-			batch[i] = imgs[next%len(imgs)]
-			next++
-		}
-	}
-	in := [][][]byte{batch}
-	// Warm up: every image once, so buffers reach their steady size.
-	for range (len(imgs) + bs - 1) / bs {
-		fill()
-		if _, err := e.Run(in); err != nil {
+	// Several executors at once, as a Triton instance group of that count:
+	// each runs its own batches; throughput is their sum.
+	insts := make([]*benchInstance, *instances)
+	for i := range insts {
+		e, _, err := ef.open()
+		if err != nil {
 			return err
 		}
+		defer e.Close()
+		insts[i] = newBenchInstance(e, imgs, *ef.batch, i, *hostOut)
 	}
-	r := benchResult{Pipeline: *ef.pipeline, Images: len(imgs), Workers: e.Workers(), Batch: bs}
-	var lat []time.Duration
+	bs := *ef.batch
+	// Warm up: every image once, so buffers reach their steady size.
+	for _, bi := range insts {
+		for range (len(imgs) + bs - 1) / bs {
+			if _, err := bi.step(); err != nil {
+				return err
+			}
+		}
+	}
+	r := benchResult{Pipeline: *ef.pipeline, Images: len(imgs), Workers: insts[0].e.Workers(), Batch: bs, Instances: len(insts)}
 	var ms0, ms1 runtime.MemStats
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -88,24 +142,42 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var stage0 []int64
+	if g, ok := insts[0].e.(*gpu.Executor); ok {
+		stage0 = make([]int64, len(gpu.Steps))
+		g.StepNanos(stage0)
+	}
 	runtime.ReadMemStats(&ms0)
 	start := time.Now()
-	for time.Since(start) < *dur {
-		fill()
-		t := time.Now()
-		res, err := e.Run(in)
-		if err != nil {
-			return err
-		}
-		lat = append(lat, time.Since(t))
-		for _, err := range res.Errs {
-			if err != nil {
-				r.Failed++
+	var wg sync.WaitGroup
+	errs := make([]error, len(insts))
+	for i, bi := range insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < *dur {
+				t := time.Now()
+				failed, err := bi.step()
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				bi.lat = append(bi.lat, time.Since(t))
+				bi.failed += failed
 			}
-		}
+		}()
 	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for _, bi := range insts {
+		lat = append(lat, bi.lat...)
+		r.Failed += bi.failed
+	}
 	r.Batches = len(lat)
 	r.Processed = len(lat) * bs
 	r.Seconds = elapsed.Seconds()
@@ -116,10 +188,24 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	slices.Sort(lat)
 	r.P50ms = float64(lat[len(lat)/2].Microseconds()) / 1e3
 	r.P99ms = float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()) / 1e3
+	if g, ok := insts[0].e.(*gpu.Executor); ok {
+		// The first instance's split of a batch's time, and its decoders.
+		now := make([]int64, len(gpu.Steps))
+		g.StepNanos(now)
+		r.StageMs = map[string]float64{}
+		for i, name := range gpu.Steps {
+			r.StageMs[name] = float64(now[i]-stage0[i]) / 1e6 / float64(len(insts[0].lat))
+		}
+		d := g.Decoded()
+		r.Decoded = map[string]int64{}
+		for p, n := range d {
+			r.Decoded[gpu.Path(p).String()] = n
+		}
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
-	fmt.Fprintf(stdout, "%s: %d images, %d workers, batch %d\n", r.Pipeline, r.Images, r.Workers, r.Batch)
+	fmt.Fprintf(stdout, "%s: %d images, %d workers, batch %d, %d instances\n", r.Pipeline, r.Images, r.Workers, r.Batch, r.Instances)
 	fmt.Fprintf(stdout, "%.0f images/s  p50 %.2f ms  p99 %.2f ms  (%d batches in %.1fs, %d failed samples, %.1f allocs/batch)\n",
 		r.ImagesPerSec, r.P50ms, r.P99ms, r.Batches, r.Seconds, r.Failed, r.AllocsPerBatch)
 	return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/ops"
 )
@@ -21,6 +22,17 @@ type execFlags struct {
 	batch     *int
 	maxPixels *int
 	maxBytes  *int
+	gpu       *int
+	gpuMem    *int64
+	hwShare   *float64
+}
+
+// runner is what run and bench need of the CPU and the GPU executor.
+type runner interface {
+	Run(in [][][]byte) (*executor.Result, error)
+	SampleBytes(i int) int
+	Workers() int
+	Close()
 }
 
 func addExecFlags(fs *flag.FlagSet) execFlags {
@@ -30,10 +42,13 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		batch:     fs.Int("batch", 32, "images per batch"),
 		maxPixels: fs.Int("max-pixels", ops.DefaultLimits.MaxPixels, "largest decoded image, in pixels"),
 		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
+		gpu:       fs.Int("gpu", -1, "run on this GPU (device ordinal) instead of the CPU"),
+		gpuMem:    fs.Int64("gpu-mem", gpu.DefaultMemoryCap, "with --gpu: device memory cap for a batch, in bytes"),
+		hwShare:   fs.Float64("hw-share", gpu.DefaultHWShare, "with --gpu: share of JPEGs sent to the hardware JPEG engines"),
 	}
 }
 
-func (f execFlags) open() (*executor.Executor, []string, error) {
+func (f execFlags) open() (runner, []string, error) {
 	if *f.pipeline == "" {
 		return nil, nil, fmt.Errorf("--pipeline is required")
 	}
@@ -50,10 +65,15 @@ func (f execFlags) open() (*executor.Executor, []string, error) {
 	if len(c.Inputs) != 1 {
 		return nil, nil, fmt.Errorf("%s has %d inputs; the CLI feeds pipelines of one input", *f.pipeline, len(c.Inputs))
 	}
-	e, err := executor.New(c, executor.Options{
-		Workers: *f.workers,
-		Limits:  ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes},
-	})
+	lim := ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes}
+	if *f.gpu >= 0 {
+		e, err := gpu.New(c, gpu.Options{Device: *f.gpu, Workers: *f.workers, Limits: lim, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, c.Inputs, nil
+	}
+	e, err := executor.New(c, executor.Options{Workers: *f.workers, Limits: lim})
 	if err != nil {
 		return nil, nil, err
 	}

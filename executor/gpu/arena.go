@@ -1,0 +1,46 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/sluice-dev/sluice/kernels/cuda"
+)
+
+// arena is the executor's device memory: one allocation that grows to
+// what the largest batch part needed, never beyond cap, and is carved up
+// afresh for every part. nvJPEG's own work buffers are outside it.
+type arena struct {
+	base cuda.DevicePtr
+	size int
+	cap  int
+}
+
+// chunk is the growth granule, so that slightly larger batches do not
+// reallocate each time.
+const chunk = 32 << 20
+
+// reserve makes the arena at least n bytes. The caller has synchronised:
+// nothing in flight uses the old allocation.
+func (a *arena) reserve(n int) error {
+	if n <= a.size {
+		return nil
+	}
+	if n > a.cap {
+		return fmt.Errorf("a batch part needs %d bytes of GPU memory, over the cap of %d", n, a.cap)
+	}
+	a.free()
+	size := min((n+chunk-1)/chunk*chunk, a.cap)
+	p, err := cuda.MemAlloc(size)
+	if err != nil {
+		return err
+	}
+	a.base, a.size = p, size
+	return nil
+}
+
+func (a *arena) free() {
+	if a.base != 0 {
+		cuda.MemFree(a.base)
+	}
+	a.base, a.size = 0, 0
+}

@@ -1,0 +1,403 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/kernels"
+	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
+)
+
+// sample is one image's way through a batch.
+type sample struct {
+	src    []byte
+	hdr    codec.Header
+	path   Path
+	failed bool
+	h, w   int // stored size of the decoded image
+	c      int // its channels in device memory
+	off    int // arena offset of the decoded image (interleaved)
+	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
+	sub    nvjpeg.Subsampling
+	stage  int // arena offset of the image output's staging (host destinations); -1 if none
+	geom   ops.Geom
+}
+
+type batch struct {
+	in   [][]byte
+	dst  [][]Dest
+	errs []error
+}
+
+func (e *Executor) newBatch(in [][]byte, dst [][]Dest, errs []error) *batch {
+	if cap(e.samples) < len(in) {
+		e.samples = make([]sample, len(in))
+	}
+	e.samples = e.samples[:len(in)]
+	return &batch{in: in, dst: dst, errs: errs}
+}
+
+// fail records sample s's error at node.
+func (e *Executor) fail(b *batch, s int, node string, err error) {
+	b.errs[s] = &executor.SampleError{Index: s, Node: node, Err: err}
+	e.samples[s].failed = true
+}
+
+// parse reads every header, applies the limits and the operators' size
+// rules, and picks each image's decoder: everything per sample that needs
+// no pixels, on the CPU workers.
+func (e *Executor) parse(b *batch) {
+	e.parallel(len(b.in), false, func(w *cpuWorker, s int) {
+		smp := &e.samples[s]
+		*smp = sample{src: b.in[s], stage: -1}
+		b.errs[s] = nil
+		hdr, err := ops.DecodeHeader(w.dec, smp.src, e.opt.Limits)
+		if err != nil {
+			e.fail(b, s, e.decNm, err)
+			return
+		}
+		smp.hdr = hdr
+		smp.h, smp.w = hdr.Height, hdr.Width
+		uh, uw := hdr.OrientedSize(e.ch.orient)
+		g := ops.NewGeom(uh, uw, e.ch.color, e.opt.Limits)
+		for k := range e.ch.stages {
+			st := &e.ch.stages[k]
+			side := w.bindSide(k, st, b.dst, s, e.sideBlock(s))
+			err := st.op.GPU(&w.ctx, &g, side)
+			w.unbindSide(k)
+			if err != nil {
+				e.fail(b, s, st.name, err)
+				return
+			}
+		}
+		if g.H != e.ch.outHW[0] || g.W != e.ch.outHW[1] || g.Color.Channels() < 1 {
+			o := e.prog.Outputs[e.ch.image]
+			e.fail(b, s, o.Name, fmt.Errorf("output of %dx%d does not fit %s's shape %v", g.H, g.W, o.Name, o.Spec.Dims))
+			return
+		}
+		smp.geom = g
+		// Every path writes interleaved RGB, but for a PNG's alpha when
+		// the pipeline keeps it.
+		smp.path, smp.c = PathCPU, 3
+		if hdr.Format != "JPEG" {
+			smp.c = e.ch.srcC
+		} else if hdr.HuffmanSequential() {
+			smp.path = PathHybrid
+		}
+	})
+}
+
+// sideBlock is where sample s's side outputs bound for device memory
+// wait in pinned memory.
+func (e *Executor) sideBlock(s int) []byte {
+	n := e.ch.sideN
+	if n == 0 {
+		return nil
+	}
+	return e.side[s*n : (s+1)*n]
+}
+
+const align = 256
+
+func alignUp(n int) int { return (n + align - 1) &^ (align - 1) }
+
+// layout places samples start.. in device memory until the memory cap is
+// reached, and returns where the part ends. A sample that does not fit
+// alone fails.
+func (e *Executor) layout(b *batch, start int) (int, error) {
+	img := e.ch.image
+	off, count, end := 0, 0, start
+	for ; end < len(b.in); end++ {
+		smp := &e.samples[end]
+		if smp.failed {
+			continue
+		}
+		need := alignUp(smp.h * smp.w * smp.c)
+		if smp.path != PathCPU {
+			// Room for the planes too: chroma planes are never larger
+			// than the luma plane.
+			need += 3 * alignUp(smp.h*smp.w)
+		}
+		if b.dst[img][end].Dev == 0 {
+			need += alignUp(e.slot[img])
+		}
+		if off+need+alignUp((count+1)*int(unsafe.Sizeof(kernels.Sample{}))) > e.mem.cap {
+			if count > 0 {
+				break
+			}
+			e.fail(b, end, e.decNm, ops.Errorf(ops.TooLarge, "image of %dx%d needs %d bytes of GPU memory, over the instance's cap of %d",
+				smp.w, smp.h, need, e.mem.cap))
+			continue
+		}
+		smp.off = off
+		off += alignUp(smp.h * smp.w * smp.c)
+		if smp.path != PathCPU {
+			smp.planes = off
+			off += 3 * alignUp(smp.h*smp.w)
+		}
+		if b.dst[img][end].Dev == 0 {
+			smp.stage = off
+			off += alignUp(e.slot[img])
+		}
+		count++
+	}
+	e.descOff = off
+	if err := e.mem.reserve(off + alignUp(count*int(unsafe.Sizeof(kernels.Sample{})))); err != nil {
+		return 0, err
+	}
+	return end, nil
+}
+
+// runPart decodes samples [start, end) on every path at once, then runs
+// the kernel over them.
+func (e *Executor) runPart(b *batch, start, end int) error {
+	t0 := time.Now()
+	var hwList, hyList, cpuList []int
+	for s := start; s < end; s++ {
+		smp := &e.samples[s]
+		switch {
+		case smp.failed:
+		case smp.path == PathCPU:
+			cpuList = append(cpuList, s)
+		default:
+			hyList = append(hyList, s)
+		}
+	}
+	// nvJPEG's planes go through libjpeg's own upsampling: subsamplings
+	// it has no fancy upsampling for stay on the CPU.
+	gpuList := hyList[:0]
+	for _, s := range hyList {
+		smp := &e.samples[s]
+		info, err := e.hy.h.ImageInfo(smp.src)
+		switch {
+		case err != nil:
+			smp.path = PathCPU
+		case info.Subsampling == nvjpeg.CSSGray:
+			smp.sub, smp.c = info.Subsampling, 1
+		case info.Subsampling == nvjpeg.CSS444, info.Subsampling == nvjpeg.CSS422,
+			info.Subsampling == nvjpeg.CSS420, info.Subsampling == nvjpeg.CSS440:
+			smp.sub = info.Subsampling
+		default:
+			smp.path = PathCPU
+		}
+		if smp.path == PathCPU {
+			cpuList = append(cpuList, s)
+		} else {
+			gpuList = append(gpuList, s)
+		}
+	}
+	hyList = gpuList
+	if e.hw != nil && len(hyList) > 0 {
+		k := int(math.Round(e.opt.HWShare * float64(len(hyList))))
+		var rest []int
+		for _, s := range hyList {
+			// nvJPEG's hardware path gets greyscale wrong (seen on an
+			// H200 with driver 580): those go to the hybrid decoder.
+			if len(hwList) < k && e.samples[s].sub != nvjpeg.CSSGray && e.hw.supported(e.samples[s].src) {
+				hwList = append(hwList, s)
+				e.samples[s].path = PathHardware
+			} else {
+				rest = append(rest, s)
+			}
+		}
+		hyList = rest
+	}
+	// The two nvJPEG paths and the CPU workers run at once; what nvJPEG
+	// rejects is decoded again on the CPU, which also names the error.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var retry []int
+	for _, job := range []struct {
+		p    *jpegPath
+		list []int
+	}{{e.hw, hwList}, {e.hy, hyList}} {
+		if len(job.list) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.decodeOn(job.p, job.list); err != nil {
+				mu.Lock()
+				retry = append(retry, job.list...)
+				mu.Unlock()
+			}
+		}()
+	}
+	e.decodeCPU(b, cpuList)
+	wg.Wait()
+	// A JPEG has no alpha: its CPU retry is RGB and fits its slot.
+	for _, s := range retry {
+		e.samples[s].path, e.samples[s].c = PathCPU, 3
+	}
+	e.decodeCPU(b, retry)
+	for s := start; s < end; s++ {
+		if smp := &e.samples[s]; !smp.failed {
+			e.decoded[smp.path].Add(1)
+		}
+	}
+	t1 := time.Now()
+	e.nanos[1].Add(int64(t1.Sub(t0)))
+	return e.launch(b, start, end, t1)
+}
+
+// decodeOn runs one nvJPEG path's share on its lanes.
+func (e *Executor) decodeOn(p *jpegPath, list []int) error {
+	return p.decode(list, e.samples, e.mem.base, e.fused, e.ch.color == ops.Gray, e.bind)
+}
+
+// decodeCPU decodes the listed samples with libjpeg-turbo (or the PNG
+// decoder) on the workers and uploads them through pinned memory.
+func (e *Executor) decodeCPU(b *batch, list []int) {
+	if len(list) == 0 {
+		return
+	}
+	e.parallel(len(list), true, func(w *cpuWorker, i int) {
+		s := list[i]
+		if err := w.decode(&e.samples[s], e.ch.color, e.opt.Limits, e.mem.base); err != nil {
+			e.fail(b, s, e.decNm, err)
+		}
+	})
+}
+
+// parallel runs fn for 0..n-1 on the CPU workers; bound workers have the
+// executor's context current (they issue copies).
+func (e *Executor) parallel(n int, bound bool, fn func(w *cpuWorker, i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	k := min(n, len(e.cpu))
+	wg.Add(k)
+	for _, w := range e.cpu[:k] {
+		go func() {
+			defer wg.Done()
+			if bound {
+				unbind, err := e.bind()
+				if err != nil {
+					// Without a context no copy can work: fail what is left.
+					for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+						fn(nil, i)
+					}
+					return
+				}
+				defer unbind()
+			}
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// launch writes the descriptors of samples [start, end), runs the fused
+// kernel once over them, then delivers what goes to host memory. The
+// kernel stage's time is the device's, from events around the upload and
+// the launch; the host's clock from t0 stands in if events fail.
+func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
+	img := e.ch.image
+	base := e.mem.base
+	descSize := int(unsafe.Sizeof(kernels.Sample{}))
+	count, maxH, maxW := 0, 0, 0
+	if err := e.growPinned(&e.desc, (end-start)*descSize); err != nil {
+		return err
+	}
+	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), end-start)
+	p := e.ch.params
+	for s := start; s < end; s++ {
+		smp := &e.samples[s]
+		if smp.failed {
+			continue
+		}
+		g := &smp.geom
+		dst := b.dst[img][s].Dev
+		if dst == 0 {
+			dst = base + cuda.DevicePtr(smp.stage)
+		}
+		orient := 1
+		if e.ch.orient && smp.hdr.Orientation > 0 {
+			orient = smp.hdr.Orientation
+		}
+		desc[count] = kernels.Sample{
+			Src: uint64(base) + uint64(smp.off), Dst: uint64(dst),
+			SrcH: int32(smp.h), SrcW: int32(smp.w), SrcPitch: int32(smp.w * smp.c), SrcC: int32(smp.c),
+			Orient: int32(orient),
+			WinY:   int32(g.Win[0]), WinX: int32(g.Win[1]), WinH: int32(g.Win[2]), WinW: int32(g.Win[3]),
+			RsH: int32(g.Rs[0]), RsW: int32(g.Rs[1]),
+			OffY: int32(g.Off[0]), OffX: int32(g.Off[1]),
+			OutH: int32(g.H), OutW: int32(g.W),
+		}
+		if g.HasFill {
+			for k, in := range e.ch.perm {
+				p.Fill[k] = float32(g.Fill[in])
+			}
+		}
+		maxH, maxW = max(maxH, g.H), max(maxW, g.W)
+		count++
+	}
+	if count == 0 {
+		return nil
+	}
+	descDev := base + cuda.DevicePtr(e.descOff)
+	timed := e.evStart.Record(e.main) == nil
+	if err := cuda.MemcpyHtoDAsync(descDev, e.desc[:count*descSize], e.main); err != nil {
+		return err
+	}
+	if err := e.fused.Launch(e.main, &p, descDev, count, maxH, maxW); err != nil {
+		return err
+	}
+	timed = timed && e.evEnd.Record(e.main) == nil
+	for s := start; s < end; s++ {
+		smp := &e.samples[s]
+		if smp.failed {
+			continue
+		}
+		if d := b.dst[img][s]; d.Dev == 0 {
+			if err := cuda.MemcpyDtoHAsync(d.Host, base+cuda.DevicePtr(smp.stage), e.main); err != nil {
+				return err
+			}
+		}
+		for _, so := range e.ch.side {
+			if d := b.dst[so.output][s]; d.Dev != 0 {
+				if err := cuda.MemcpyHtoDAsync(d.Dev, e.sideBlock(s)[so.at:so.at+so.size], e.main); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := e.main.Synchronize(); err != nil {
+		return err
+	}
+	d, err := cuda.Elapsed(e.evStart, e.evEnd)
+	if !timed || err != nil {
+		d = time.Since(t0)
+	}
+	e.nanos[2].Add(int64(d))
+	return nil
+}
+
+// growPinned makes *b a pinned buffer of at least n bytes.
+func (e *Executor) growPinned(b *[]byte, n int) error {
+	if len(*b) >= n && n > 0 {
+		return nil
+	}
+	if *b != nil {
+		if err := cuda.MemFreeHost(*b); err != nil {
+			return err
+		}
+		*b = nil
+	}
+	nb, err := cuda.MemHostAlloc(max(n+n/4, 4096))
+	if err != nil {
+		return err
+	}
+	*b = nb
+	return nil
+}

@@ -1,0 +1,122 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The GPU executor runs everything after decode as one fused kernel per
+// batch. Operators take part by describing, per sample, what they do to
+// the image geometrically (GPUStage) or to its values (GPUValues); the
+// executor turns the result into the kernel's per-sample descriptor. The
+// description is exact: the same size rules and limits as Run.
+
+// Geom is one sample's image at a point of the chain, as the fused kernel
+// will produce it: the window Win (y, x, h, w) of the upright decoded
+// image, resized to Rs (h, w) and placed with its top-left corner at Off
+// (y, x) on an H×W canvas whose other pixels are Fill.
+type Geom struct {
+	H, W  int
+	Color Color
+
+	Win     [4]int
+	Rs      [2]int
+	Off     [2]int
+	Resized bool
+	Filter  Filter
+
+	Fill    [4]byte // per channel of Color, when HasFill
+	HasFill bool
+
+	Limits Limits
+}
+
+// Filter is the resampling of the one resize a GPU chain may have.
+type Filter struct {
+	Interp    int // 0 nearest, 1 linear, 2 cubic, 3 area: Pillow's filters
+	Antialias bool
+}
+
+// NewGeom starts a chain on an upright decoded image of h×w.
+func NewGeom(h, w int, col Color, lim Limits) Geom {
+	return Geom{H: h, W: w, Color: col, Win: [4]int{0, 0, h, w}, Rs: [2]int{h, w}, Limits: lim}
+}
+
+// plain reports whether the canvas is exactly the resized window: nothing
+// placed or padded yet.
+func (g *Geom) plain() bool {
+	return g.Off == [2]int{} && g.Rs == [2]int{g.H, g.W}
+}
+
+// setFill records the fill of newly exposed canvas. The kernel has one
+// fill per batch: two operators that fill with different values cannot
+// share it.
+func (g *Geom) setFill(op string, f fill) error {
+	v := f.pixel(g.Color.Channels())
+	if g.HasFill && v != g.Fill {
+		return fmt.Errorf("%w: %s fills with %v after another operator filled with %v", ErrNotOnGPU, op, v[:g.Color.Channels()], g.Fill[:g.Color.Channels()])
+	}
+	g.Fill, g.HasFill = v, true
+	return nil
+}
+
+// ErrNotOnGPU marks a pipeline the GPU executor cannot run; it is found
+// when the executor is built, never per sample.
+var ErrNotOnGPU = errors.New("not supported on the GPU")
+
+// GPUStage is implemented by operators that change an image's geometry on
+// the GPU path. GPU updates g for one sample, or returns a per-sample error
+// (limits, an image too large to pad) exactly as Run would. side holds the
+// operator's outputs after the image (letterbox's scale and offset), to be
+// filled on the host.
+type GPUStage interface {
+	GPU(c *Ctx, g *Geom, side []*Tensor) error
+}
+
+// GPUValues is implemented by the operator that maps pixel values to the
+// output (normalize): per output channel, which input channel it reads and
+// the affine map v*Mul+Add applied to the 0..255 value.
+type GPUValues interface {
+	GPUValues() Values
+}
+
+// Values is the value mapping of the fused kernel's output.
+type Values struct {
+	Perm     []int // output channel k reads channel Perm[k] of the image
+	Mul, Add []float32
+	DType    DType
+	CHW      bool
+}
+
+// IdentityValues writes an image as it is: HWC uint8.
+func IdentityValues(c int) Values {
+	v := Values{DType: Uint8}
+	for k := range c {
+		v.Perm = append(v.Perm, k)
+		v.Mul = append(v.Mul, 1)
+		v.Add = append(v.Add, 0)
+	}
+	return v
+}
+
+// FilterOf says whether an operator resamples on the GPU, and how; the
+// executor needs it once, before any sample.
+func FilterOf(op Op) (Filter, bool) {
+	switch o := op.(type) {
+	case *resizeOp:
+		return Filter{int(o.f), o.aa}, true
+	case *letterboxOp:
+		return Filter{int(o.f), o.aa}, true
+	}
+	return Filter{}, false
+}
+
+// DecodeColor is the colour a decode operator produces and whether it
+// applies the EXIF orientation; ok is false for other operators.
+func DecodeColor(op Op) (col Color, orient, ok bool) {
+	d, ok := op.(*decodeOp)
+	if !ok {
+		return NoColor, false, false
+	}
+	return d.color, d.orient, true
+}

@@ -1,0 +1,39 @@
+package ops
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// GPU resizes the plain source into the canvas and writes the scale and
+// offset outputs on the host, as Run does.
+func (o *letterboxOp) GPU(_ *Ctx, g *Geom, side []*Tensor) error {
+	if g.Resized || !g.plain() {
+		return fmt.Errorf("%w: letterbox after a resize, pad or letterbox", ErrNotOnGPU)
+	}
+	r, nh, nw, top, left := o.geometry(g.H, g.W)
+	if nh < o.h || nw < o.w {
+		if err := g.setFill("letterbox", o.fill); err != nil {
+			return err
+		}
+	}
+	g.Rs = [2]int{nh, nw}
+	g.Off = [2]int{top, left}
+	g.H, g.W = o.h, o.w
+	g.Resized, g.Filter = true, Filter{int(o.f), o.aa}
+	if len(side) == 2 {
+		scale, err := side[0].Reshape(Float32, 1)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(scale, math.Float32bits(float32(r)))
+		off, err := side[1].Reshape(Float32, 2)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(off[0:], math.Float32bits(float32(left)))
+		binary.LittleEndian.PutUint32(off[4:], math.Float32bits(float32(top)))
+	}
+	return nil
+}

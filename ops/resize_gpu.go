@@ -1,0 +1,19 @@
+package ops
+
+import "fmt"
+
+// GPU resizes the canvas, which must still be the plain (maybe cropped)
+// source: the kernel resamples once.
+func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
+	if g.Resized || !g.plain() {
+		return fmt.Errorf("%w: resize after another resize, pad or letterbox", ErrNotOnGPU)
+	}
+	oh, ow := o.OutSize(g.H, g.W)
+	if err := checkPixels("resize", c, oh, ow); err != nil {
+		return err
+	}
+	g.Rs = [2]int{oh, ow}
+	g.H, g.W = oh, ow
+	g.Resized, g.Filter = true, Filter{int(o.f), o.aa}
+	return nil
+}
