@@ -65,6 +65,13 @@ def docker():
     return stages
 
 
+def stage(docker, name):
+    for st in docker:
+        if st.name == name:
+            return st
+    raise AssertionError(f"docker/Dockerfile: no stage named {name}")
+
+
 def makefile_var(name):
     m = re.search(rf"^{name}\s*[:?]?=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)
     assert m, f"Makefile: no {name}"
@@ -72,7 +79,7 @@ def makefile_var(name):
 
 
 def test_build_stage_is_bookworm_with_go_of_go_mod(docker):
-    build = docker[0]
+    build = stage(docker, "build")
     m = re.fullmatch(r"golang:(\d+)\.(\d+)(?:\.\d+)?-bookworm", build.image)
     assert m, f"build stage FROM {build.image}: want golang:<go.mod's version>-bookworm (Debian 12)"
     want = re.search(r"^go (\d+)\.(\d+)", (ROOT / "go.mod").read_text(), re.M)
@@ -80,7 +87,7 @@ def test_build_stage_is_bookworm_with_go_of_go_mod(docker):
 
 
 def test_builds_with_the_makefile_targets(docker):
-    build = docker[0]
+    build = stage(docker, "build")
     runs = build.instr("RUN")
     makes = [r for r in runs if re.search(r"(^|&&|;)\s*make\b", r)]
     targets = {t for r in makes for t in re.findall(r"\bmake\s+([\w\s-]+)", r)[0].split()}
@@ -101,7 +108,7 @@ def test_builds_with_the_makefile_targets(docker):
 def test_installs_what_the_build_installs_itself(docker):
     """The packages `make deps` and scripts/turbojpeg-pic.sh would install,
     installed up front (one cached layer)."""
-    runs = " ".join(docker[0].instr("RUN"))
+    runs = " ".join(stage(docker, "build").instr("RUN"))
     assert "apt-get install" in runs
     installed = set(re.findall(r"[\w.+-]+", runs.split("apt-get install", 1)[1].split("&&", 1)[0]))
     want = set(re.findall(r"apt-get install[^;]*?\b(libturbojpeg0-dev)\b", (ROOT / "Makefile").read_text()))
@@ -126,7 +133,7 @@ def test_runtime_stage(docker):
     copies = final.instr("COPY")
     backend_so = makefile_var("BACKEND_SO").replace("$(BUILD)", makefile_var("BUILD"))
     backend_dir = str(pathlib.PurePosixPath(backend_so).parent) + "/"
-    build_name = docker[0].name
+    build_name = stage(docker, "build").name
     want = re.compile(rf"--from={build_name}\s+/\S+/{re.escape(backend_dir)}\s+{re.escape(TRITON_BACKENDS)}$")
     assert any(want.search(c) for c in copies), f"no COPY of {backend_dir} to {TRITON_BACKENDS}: {copies}"
     assert any(re.fullmatch(r"model_repository/?\s+/models/?", c) for c in copies), copies
@@ -153,3 +160,16 @@ def test_dockerignore_keeps_the_sources():
         assert not ignored(kept), f".dockerignore leaves out {kept}, which the build needs"
     for gone in ("build", ".venv-triton", ".venv", ".git"):
         assert ignored(gone), f".dockerignore should leave out {gone}"
+
+
+def test_kernels_stage_builds_the_ptx_with_make(docker):
+    """The PTX is rebuilt with `make ptx` and Debian's nvcc, and the build
+    stage embeds that one instead of the committed copy."""
+    kernels = stage(docker, "kernels")
+    assert kernels.image == "debian:bookworm", kernels.image
+    runs = " ".join(kernels.instr("RUN"))
+    assert "nvidia-cuda-toolkit" in runs and "non-free" in runs, runs
+    assert re.search(r"\bmake ptx\b", runs), runs
+    assert re.search(r"^ptx:", (ROOT / "Makefile").read_text(), re.M), "Makefile lost target ptx"
+    copies = stage(docker, "build").instr("COPY")
+    assert any(re.fullmatch(r"--from=kernels\s+/src/kernels/sluice\.ptx\s+kernels/sluice\.ptx", c) for c in copies), copies
