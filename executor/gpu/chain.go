@@ -166,24 +166,23 @@ func sourceChannel(col ops.Color, k int) int32 {
 			return int32(2 - k)
 		}
 	case ops.Gray:
-		return -2
+		return kernels.ChanLuma
 	}
 	return int32(k)
 }
 
 func kernelParams(col ops.Color, v ops.Values, f ops.Filter) kernels.Params {
 	p := kernels.Params{
-		Interp:    int32(f.Interp),
-		OutC:      int32(len(v.Perm)),
-		Layout:    1,
-		DType:     dtypeCode(v.DType),
-		Antialias: 0,
+		Interp: int32(f.Interp), // ops' interp order is the kernel's
+		OutC:   int32(len(v.Perm)),
+		Layout: kernels.LayoutHWC,
+		DType:  dtypeCode(v.DType),
 	}
 	if f.Antialias {
 		p.Antialias = 1
 	}
 	if v.CHW {
-		p.Layout = 0
+		p.Layout = kernels.LayoutCHW
 	}
 	for k, in := range v.Perm {
 		p.SrcChan[k] = sourceChannel(col, in)
@@ -195,9 +194,9 @@ func kernelParams(col ops.Color, v ops.Values, f ops.Filter) kernels.Params {
 func dtypeCode(d ops.DType) int32 {
 	switch d {
 	case ops.Float16:
-		return 1
+		return kernels.DTypeFloat16
 	case ops.Float32:
-		return 2
+		return kernels.DTypeFloat32
 	}
-	return 0
+	return kernels.DTypeUint8
 }
