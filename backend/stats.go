@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -69,7 +70,7 @@ type ImageStats struct {
 }
 
 // DecodePaths names the decoders of a GPU instance, as in ImageStats.Decoded.
-var DecodePaths = [...]string{"hardware", "hybrid", "cpu"}
+var DecodePaths = [...]string{gpu.PathHardware.String(), gpu.PathHybrid.String(), gpu.PathCPU.String()}
 
 // causeIndex is c's index in Causes.
 func causeIndex(c ops.Cause) int {

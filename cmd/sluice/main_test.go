@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/sluice-dev/sluice/kernels/cuda"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -112,6 +113,28 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if r.Batches < 1 || r.ImagesPerSec <= 0 || r.Failed != 0 || r.Batch != 4 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// --instances runs executors side by side; --gpu without a GPU is an
+// error naming what is missing (with one, bench runs on it).
+func TestBenchInstancesAndGPU(t *testing.T) {
+	dir := t.TempDir()
+	writeJPEG(t, filepath.Join(dir, "a.jpg"), 320, 240)
+	code, out, e := sluice("bench", "--json", "--duration", "50ms", "--batch", "2", "--instances", "3", "--pipeline", repoFile(t, imagenet), dir)
+	var r benchResult
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Instances != 3 || r.Batches < 3 || r.StageMs != nil {
+		t.Fatalf("code %d %q %+v", code, e, r)
+	}
+	code, out, e = sluice("bench", "--json", "--gpu", "0", "--duration", "50ms", "--batch", "2", "--pipeline", repoFile(t, imagenet), dir)
+	if err := cuda.Init(); err != nil {
+		if code != 1 || !strings.Contains(e, err.Error()) {
+			t.Fatalf("--gpu without a GPU: code %d, stderr %q, want %q", code, e, err)
+		}
+		return
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.StageMs["decode"] <= 0 {
+		t.Fatalf("--gpu 0: code %d %q %+v", code, e, r)
 	}
 }
 
