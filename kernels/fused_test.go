@@ -77,36 +77,45 @@ func cudaSetup(t *testing.T) (*cuda.Context, *kernels.Fused, cuda.Stream) {
 	return ctx, f, st
 }
 
+// onDevice makes ctx current on the calling goroutine's thread (subtests
+// run on goroutines of their own) and gives an upload function whose
+// device buffers done frees.
+func onDevice(t *testing.T, ctx *cuda.Context, st cuda.Stream) (upload func([]byte) cuda.DevicePtr, done func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	if err := ctx.SetCurrent(); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	var bufs []cuda.DevicePtr
+	upload = func(b []byte) cuda.DevicePtr {
+		d, err := cuda.MemAlloc(len(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, d)
+		if err := cuda.MemcpyHtoDAsync(d, b, st); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	done = func() {
+		for _, b := range bufs {
+			if err := cuda.MemFree(b); err != nil {
+				t.Error(err)
+			}
+		}
+		runtime.UnlockOSThread()
+	}
+	return upload, done
+}
+
 func cudaRunner(t *testing.T) runner {
 	ctx, f, st := cudaSetup(t)
 	return func(t *testing.T, imgs [][]byte, samples []kernels.Sample, p kernels.Params) [][]byte {
 		t.Helper()
-		// Subtests run on goroutines of their own: make the context
-		// current on this one's thread.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := ctx.SetCurrent(); err != nil {
-			t.Fatal(err)
-		}
-		var bufs []cuda.DevicePtr
-		defer func() {
-			for _, b := range bufs {
-				if err := cuda.MemFree(b); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-		upload := func(b []byte) cuda.DevicePtr {
-			d, err := cuda.MemAlloc(len(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			bufs = append(bufs, d)
-			if err := cuda.MemcpyHtoDAsync(d, b, st); err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
+		upload, done := onDevice(t, ctx, st)
+		defer done()
 		samples = append([]kernels.Sample(nil), samples...)
 		outs := make([][]byte, len(samples))
 		maxH, maxW := 0, 0
@@ -182,11 +191,7 @@ func encodePNG(t *testing.T, px []byte, h, w int) []byte {
 // output.
 func cpuRun(t *testing.T, text string, enc []byte) []byte {
 	t.Helper()
-	def, err := pipeline.ParseText([]byte(text), "gpu_test.pbtxt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := pipeline.Compile(def, "gpu_test.pbtxt")
+	prog, err := pipeline.CompileText([]byte(text), "gpu_test.pbtxt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package kernels_test
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/sluice-dev/sluice/codec"
@@ -39,30 +38,8 @@ func cudaYCCRunner(t *testing.T) yccRunner {
 	ctx, f, st := cudaSetup(t)
 	return func(t *testing.T, imgs []yccImage) [][]byte {
 		t.Helper()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := ctx.SetCurrent(); err != nil {
-			t.Fatal(err)
-		}
-		var bufs []cuda.DevicePtr
-		defer func() {
-			for _, b := range bufs {
-				if err := cuda.MemFree(b); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-		upload := func(b []byte) cuda.DevicePtr {
-			d, err := cuda.MemAlloc(len(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			bufs = append(bufs, d)
-			if err := cuda.MemcpyHtoDAsync(d, b, st); err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
+		upload, done := onDevice(t, ctx, st)
+		defer done()
 		descs := make([]kernels.YCC, len(imgs))
 		outs := make([][]byte, len(imgs))
 		maxW, maxH := 0, 0

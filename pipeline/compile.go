@@ -47,6 +47,15 @@ func Compile(p *pipelinepb.Pipeline, source string) (*Compiled, error) {
 	return c.result(), nil
 }
 
+// CompileText parses a definition in text form and compiles it.
+func CompileText(text []byte, source string) (*Compiled, error) {
+	p, err := ParseText(text, source)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(p, source)
+}
+
 // compiler holds the state of one Compile. Node indexes in it are positions
 // in the definition (file order); result renumbers them topologically.
 type compiler struct {

@@ -11,11 +11,7 @@ import (
 
 func compile(t testing.TB, text string) *pipeline.Compiled {
 	t.Helper()
-	def, err := pipeline.ParseText([]byte(text), "test.pbtxt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := pipeline.Compile(def, "test.pbtxt")
+	c, err := pipeline.CompileText([]byte(text), "test.pbtxt")
 	if err != nil {
 		t.Fatal(err)
 	}
