@@ -209,14 +209,19 @@ func (inst *Instance) collect(reqs []Request) int {
 func (inst *Instance) run(n int) bool {
 	inst.resp.prepare(n)
 	inst.sample = resize(inst.sample, n)
-	err := inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample)
+	// An error is a malformed call: a bug here, not in the requests.
+	return inst.ran("executor", inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample))
+}
+
+// ran reports whether the executor ran; when it did not, every request
+// still standing fails with its error.
+func (inst *Instance) ran(what string, err error) bool {
 	if err == nil {
 		return true
 	}
-	// A malformed call: a bug here, not in the requests.
 	for i := range inst.reqs {
 		if !inst.reqs[i].failed {
-			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("executor: %v", err)})
+			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("%s: %v", what, err)})
 		}
 	}
 	return false

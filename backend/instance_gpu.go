@@ -29,16 +29,8 @@ func (inst *Instance) runGPU(n int, resps []Response) bool {
 			inst.toScratch(r.start, r.n, n)
 		}
 	}
-	err := inst.gpu.RunInto(inst.col.batch, inst.dst, inst.sample)
-	if err == nil {
-		return true
-	}
-	for i := range inst.reqs {
-		if !inst.reqs[i].failed {
-			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("GPU executor: %v", err)})
-		}
-	}
-	return false
+	// An error is the GPU's (or a bug here), not the requests'.
+	return inst.ran("GPU executor", inst.gpu.RunInto(inst.col.batch, inst.dst, inst.sample))
 }
 
 // place adds the request's outputs to its response and points its samples'

@@ -115,12 +115,18 @@ func (o *letterboxOp) Run(c *Ctx, in, out []*Tensor) error {
 	stride := o.w * ch
 	stateOf(c).resample(canvas[top*stride+left*ch:], stride, nh, nw, rect{0, 0, nh, nw}, src.Data, sh, sw, ch, o.f, o.aa)
 
-	scale, err := out[1].Reshape(Float32, 1)
+	return writePlacement(out[1], out[2], r, top, left)
+}
+
+// writePlacement fills the scale and offset outputs: what maps boxes on
+// the canvas back to the original image.
+func writePlacement(scale, offset *Tensor, r float64, top, left int) error {
+	s, err := scale.Reshape(Float32, 1)
 	if err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint32(scale, math.Float32bits(float32(r)))
-	off, err := out[2].Reshape(Float32, 2)
+	binary.LittleEndian.PutUint32(s, math.Float32bits(float32(r)))
+	off, err := offset.Reshape(Float32, 2)
 	if err != nil {
 		return err
 	}

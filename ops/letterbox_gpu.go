@@ -1,10 +1,6 @@
 package ops
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // GPU resizes the plain source into the canvas and writes the scale and
 // offset outputs on the host, as Run does.
@@ -23,17 +19,7 @@ func (o *letterboxOp) GPU(_ *Ctx, g *Geom, side []*Tensor) error {
 	g.H, g.W = o.h, o.w
 	g.Resized, g.Filter = true, Filter{int(o.f), o.aa}
 	if len(side) == 2 {
-		scale, err := side[0].Reshape(Float32, 1)
-		if err != nil {
-			return err
-		}
-		binary.LittleEndian.PutUint32(scale, math.Float32bits(float32(r)))
-		off, err := side[1].Reshape(Float32, 2)
-		if err != nil {
-			return err
-		}
-		binary.LittleEndian.PutUint32(off[0:], math.Float32bits(float32(left)))
-		binary.LittleEndian.PutUint32(off[4:], math.Float32bits(float32(top)))
+		return writePlacement(side[0], side[1], r, top, left)
 	}
 	return nil
 }

@@ -85,21 +85,29 @@ func (o *padOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	ph, pw := o.h, o.w
-	if m := o.multiple; m > 0 {
-		ph, pw = (h+m-1)/m*m, (w+m-1)/m*m
-	} else if h > ph || w > pw {
-		return Errorf(BadInput, "pad: image of %dx%d (HxW) is larger than the pad size %dx%d", h, w, ph, pw)
+	ph, pw, top, left, err := o.placement(h, w)
+	if err != nil {
+		return err
 	}
 	dst, err := imageOut("pad", c, out[0], ph, pw, ch, src.Color)
 	if err != nil {
 		return err
 	}
-	top, left := 0, 0
-	if o.center {
-		top, left = (ph-h)/2, (pw-w)/2
-	}
 	pat := o.fill.pixel(ch)
 	place(dst, ph, pw, src.Data, h, w, ch, top, left, pat[:ch])
 	return nil
+}
+
+// placement is the padded size for an h×w image and where the image goes.
+func (o *padOp) placement(h, w int) (ph, pw, top, left int, err error) {
+	ph, pw = o.h, o.w
+	if m := o.multiple; m > 0 {
+		ph, pw = (h+m-1)/m*m, (w+m-1)/m*m
+	} else if h > ph || w > pw {
+		return 0, 0, 0, 0, Errorf(BadInput, "pad: image of %dx%d (HxW) is larger than the pad size %dx%d", h, w, ph, pw)
+	}
+	if o.center {
+		top, left = (ph-h)/2, (pw-w)/2
+	}
+	return ph, pw, top, left, nil
 }

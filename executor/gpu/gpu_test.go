@@ -30,6 +30,23 @@ func needGPU(t *testing.T) {
 	}
 }
 
+// holdContext retains GPU 0's primary context for the test, as Triton
+// holds it, current on the test's thread until the test ends.
+func holdContext(t *testing.T) *cuda.Context {
+	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	ctx, err := cuda.RetainPrimary(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Release() })
+	if err := ctx.SetCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
 // corpusFiles lists the corpus images (SLUICE_CORPUS, else the shared
 // corpus beside the checkout), broken ones included.
 func corpusFiles(t *testing.T) []string {
@@ -279,16 +296,7 @@ func compare(got, want []float64, spec ops.Spec, c pipeCase) (mean, mx float64) 
 // own memory is not part of the difference.
 func TestGPUMemoryReleased(t *testing.T) {
 	needGPU(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Release()
-	if err := ctx.SetCurrent(); err != nil {
-		t.Fatal(err)
-	}
+	ctx := holdContext(t)
 	free := func() uint64 {
 		if err := ctx.SetCurrent(); err != nil {
 			t.Fatal(err)
@@ -392,16 +400,7 @@ func TestGPUDestinations(t *testing.T) {
 		refOut[i] = slices.Clone(o.Data)
 	}
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Release()
-	if err := ctx.SetCurrent(); err != nil {
-		t.Fatal(err)
-	}
+	ctx := holdContext(t)
 	n := len(imgs)
 	dst := make([][]Dest, 3)
 	devs := make([]cuda.DevicePtr, 3)
