@@ -170,22 +170,19 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 
 	n := inst.collect(reqs)
 	st.ComputeStart = now()
+	var ran bool
 	if inst.gpu != nil {
-		if inst.runGPU(n, resps) {
-			inst.countImages(&st.Images)
-			inst.countDecoded(&st.Images)
-			st.Ops = inst.opTimes()
-		}
-		st.ComputeEnd = now()
-		inst.settle()
+		ran = inst.runGPU(n, resps)
 	} else {
-		if inst.run(n) {
-			inst.countImages(&st.Images)
-			st.Ops = inst.opTimes()
-		}
-		st.ComputeEnd = now()
-		inst.respond(reqs, resps)
+		ran = inst.run(n)
 	}
+	if ran {
+		inst.countImages(&st.Images)
+		inst.countDecoded(&st.Images)
+		st.Ops = inst.opTimes()
+	}
+	st.ComputeEnd = now()
+	inst.respond(reqs, resps)
 	st.Samples = n
 	st.ExecEnd = now()
 	return errs, st
@@ -228,7 +225,8 @@ func (inst *Instance) ran(what string, err error) bool {
 }
 
 // respond answers every request still standing: its outputs when all its
-// images succeeded, else an error naming the first that failed.
+// images succeeded, else an error naming the first that failed. A GPU
+// instance's outputs are in place already.
 func (inst *Instance) respond(reqs []Request, resps []Response) {
 	for i := range reqs {
 		r := &inst.reqs[i]
@@ -237,6 +235,10 @@ func (inst *Instance) respond(reqs []Request, resps []Response) {
 		}
 		if err := inst.sampleError(r); err != nil {
 			inst.fail(i, err)
+			continue
+		}
+		if inst.gpu != nil {
+			r.answered = true
 			continue
 		}
 		var resp Response

@@ -87,24 +87,12 @@ func (inst *Instance) toScratch(start, n, batch int) {
 	}
 }
 
-// settle answers every request still standing: its outputs are in place,
-// unless one of its images failed.
-func (inst *Instance) settle() {
-	for i := range inst.reqs {
-		r := &inst.reqs[i]
-		if r.failed {
-			continue
-		}
-		if err := inst.sampleError(r); err != nil {
-			inst.fail(i, err)
-			continue
-		}
-		r.answered = true
-	}
-}
-
-// countDecoded adds the decoder paths' counts since the last Execute.
+// countDecoded adds the decoder paths' counts since the last Execute (of
+// a GPU instance; a CPU instance has none).
 func (inst *Instance) countDecoded(st *ImageStats) {
+	if inst.gpu == nil {
+		return
+	}
 	now := inst.gpu.Decoded()
 	for p := range st.Decoded {
 		st.Decoded[p] = int(now[p] - inst.decTotal[p])
