@@ -3,7 +3,6 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/sluice-dev/sluice/kernels/cuda"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sluice-dev/sluice/internal/testimg"
+	"github.com/sluice-dev/sluice/kernels/cuda"
 )
 
 var pixelDims = []int64{3, 224, 224}

@@ -2,10 +2,10 @@ package backend
 
 import (
 	"math"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 )
@@ -40,9 +40,7 @@ func (r *deviceResponse) OutputOn(name, dataType string, shape []int64, device i
 // are in GPU memory and requests whose outputs are in host memory in one
 // batch, a bad image failing its request alone with the CPU's message.
 func TestGPUInstance(t *testing.T) {
-	if err := cuda.Init(); err != nil {
-		t.Skip("no CUDA driver: " + err.Error())
-	}
+	ctx := gputest.Context(t)
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	cpu, err := m.NewInstance("cpu", "KIND_CPU", 0)
 	if err != nil {
@@ -54,14 +52,6 @@ func TestGPUInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gpu.Close()
-
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Release()
 
 	imgs := [][]byte{testimg.JPEG(640, 480, 1), testimg.JPEG(300, 500, 2), []byte("not an image"), testimg.JPEG(256, 256, 4)}
 	reqs := []Request{

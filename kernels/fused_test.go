@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/pipeline"
@@ -34,28 +35,7 @@ var newRunner = cudaRunner
 // makes a stream, all released at the test's end; it skips the test
 // without a GPU.
 func cudaSetup(t *testing.T) (*cuda.Context, *kernels.Fused, cuda.Stream) {
-	if err := cuda.Init(); err != nil {
-		t.Skip("no CUDA driver: " + err.Error())
-	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d devices, %v", n, err)
-	}
-	// The context is current on one OS thread; the test and its cleanups
-	// stay on it.
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ctx.Release(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := ctx.SetCurrent(); err != nil {
-		t.Fatal(err)
-	}
+	ctx := gputest.Context(t)
 	f, err := kernels.LoadFused()
 	if err != nil {
 		t.Fatal(err)

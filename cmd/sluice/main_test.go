@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/sluice-dev/sluice/kernels/cuda"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/internal/testimg"
+	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
 )
 

@@ -6,12 +6,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
@@ -19,33 +19,6 @@ import (
 
 // The GPU executor against the CPU executor on real photos. These tests
 // need an NVIDIA GPU and skip without one; scripts/gpu.sh runs them on one.
-
-func needGPU(t *testing.T) {
-	t.Helper()
-	if err := cuda.Init(); err != nil {
-		t.Skip("no CUDA driver: " + err.Error())
-	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		t.Skipf("no CUDA device (%d, %v)", n, err)
-	}
-}
-
-// holdContext retains GPU 0's primary context for the test, as Triton
-// holds it, current on the test's thread until the test ends.
-func holdContext(t *testing.T) *cuda.Context {
-	t.Helper()
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctx.Release() })
-	if err := ctx.SetCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
 
 // corpusFiles lists the corpus images (SLUICE_CORPUS, else the shared
 // corpus beside the checkout), broken ones included.
@@ -170,7 +143,7 @@ func half(h uint16) float64 {
 // can and then none (hybrid only): the same samples fail with the same
 // messages, and on the 0..255 scale every image is within mean 0.5, max 4.
 func TestGPUMatchesCPU(t *testing.T) {
-	needGPU(t)
+	gputest.Require(t)
 	files := corpusFiles(t)
 	var imgs [][]byte
 	for _, f := range files {
@@ -295,8 +268,7 @@ func compare(got, want []float64, spec ops.Spec, c pipeCase) (mean, mx float64) 
 // holds the primary context itself, as Triton does, so that the context's
 // own memory is not part of the difference.
 func TestGPUMemoryReleased(t *testing.T) {
-	needGPU(t)
-	ctx := holdContext(t)
+	ctx := gputest.Context(t)
 	free := func() uint64 {
 		if err := ctx.SetCurrent(); err != nil {
 			t.Fatal(err)
@@ -337,7 +309,7 @@ func TestGPUMemoryReleased(t *testing.T) {
 // alone needs more than the cap fails with a message, and the rest of the
 // batch is right.
 func TestGPUMemoryCap(t *testing.T) {
-	needGPU(t)
+	gputest.Require(t)
 	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
 	small := testimg.JPEG(400, 300, 1) // 360 kB decoded
 	big := testimg.JPEG(2000, 1500, 2) // 9 MB decoded
@@ -383,7 +355,7 @@ func TestGPUMemoryCap(t *testing.T) {
 // Outputs can go to device memory and host memory in one batch, side
 // outputs included; a device destination receives what a host one would.
 func TestGPUDestinations(t *testing.T) {
-	needGPU(t)
+	gputest.Require(t)
 	text := fmt.Sprintf(letterbox, "linear", "FP32")
 	g, err := New(compile(t, text), Options{})
 	if err != nil {
@@ -400,7 +372,7 @@ func TestGPUDestinations(t *testing.T) {
 		refOut[i] = slices.Clone(o.Data)
 	}
 
-	ctx := holdContext(t)
+	ctx := gputest.Context(t)
 	n := len(imgs)
 	dst := make([][]Dest, 3)
 	devs := make([]cuda.DevicePtr, 3)

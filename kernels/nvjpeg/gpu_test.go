@@ -8,28 +8,17 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 )
 
-// gpu makes device 0's primary context current on the calling (locked) thread, or skips.
+// gpu makes device 0's primary context current on the test's thread, or
+// skips without a GPU or nvJPEG.
 func gpu(t *testing.T) {
 	t.Helper()
-	if err := cuda.Init(); err != nil {
-		t.Skipf("no CUDA driver: %v", err)
-	}
-	if n, err := cuda.DeviceCount(); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Context(t)
 	if err := Init(); err != nil {
 		t.Skipf("no nvJPEG: %v", err)
-	}
-	ctx, err := cuda.RetainPrimary(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctx.Release() })
-	if err := ctx.SetCurrent(); err != nil {
-		t.Fatal(err)
 	}
 }
 
