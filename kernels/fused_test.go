@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -200,7 +201,7 @@ func values(b []byte, p *kernels.Params, n int) []float64 {
 			v[i] = float64(b[i])
 			continue
 		case kernels.DTypeFloat16:
-			f = halfToFloat(binary.LittleEndian.Uint16(b[i*2:]))
+			f = ops.Float16Value(binary.LittleEndian.Uint16(b[i*2:]))
 		default:
 			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i*4:])))
 		}
@@ -211,24 +212,6 @@ func values(b []byte, p *kernels.Params, n int) []float64 {
 		v[i] = (f - float64(p.Add[k])) / float64(p.Mul[k])
 	}
 	return v
-}
-
-func halfToFloat(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	e, m := int(h>>10&0x1f), float64(h&0x3ff)
-	switch e {
-	case 0:
-		return sign * m * math.Ldexp(1, -24)
-	case 0x1f:
-		if m != 0 {
-			return math.NaN()
-		}
-		return sign * math.Inf(1)
-	}
-	return sign * (1 + m/1024) * math.Ldexp(1, e-15)
 }
 
 // Geometry as the CPU operators compute it (torchvision's and

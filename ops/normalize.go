@@ -230,3 +230,23 @@ func Float16Bits(f float32) uint16 {
 	}
 	return sign | uint16(r)
 }
+
+// Float16Value converts IEEE 754 half precision bits back: the inverse of
+// Float16Bits, for reading FP16 outputs.
+func Float16Value(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1+frac/1024, exp-15)
+}

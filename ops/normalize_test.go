@@ -146,6 +146,25 @@ func TestFloat16Bits(t *testing.T) {
 	}
 }
 
+// Float16Value inverts Float16Bits: every finite half comes back to the
+// same bits, infinities to infinities, NaN to NaN.
+func TestFloat16Value(t *testing.T) {
+	for h := range 1 << 16 {
+		v := Float16Value(uint16(h))
+		switch {
+		case h&0x7c00 == 0x7c00 && h&0x3ff != 0:
+			if !math.IsNaN(v) {
+				t.Fatalf("%#04x: %v, want NaN", h, v)
+			}
+		case Float16Bits(float32(v)) != uint16(h):
+			t.Fatalf("%#04x → %v → %#04x", h, v, Float16Bits(float32(v)))
+		}
+	}
+	if Float16Value(0x3c00) != 1 || Float16Value(0xc000) != -2 || Float16Value(0x0001) != 5.960464477539063e-08 {
+		t.Error("wrong values for 1, -2 and the smallest subnormal")
+	}
+}
+
 func BenchmarkNormalizeCHW224(b *testing.B) {
 	in := testImage(224, 224, RGB)
 	s := Lookup("normalize")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/client"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 // cmdInfer sends encoded images to a Triton server, one request per image,
@@ -266,7 +267,7 @@ func numbers(t *client.Tensor) ([]float64, bool) {
 		case "INT16":
 			out[i] = float64(int16(le.Uint16(b)))
 		case "FP16":
-			out[i] = halfToFloat(le.Uint16(b))
+			out[i] = ops.Float16Value(le.Uint16(b))
 		case "UINT32":
 			out[i] = float64(le.Uint32(b))
 		case "INT32":
@@ -282,23 +283,4 @@ func numbers(t *client.Tensor) ([]float64, bool) {
 		}
 	}
 	return out, true
-}
-
-// halfToFloat converts an IEEE 754 binary16 value.
-func halfToFloat(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
-	switch exp {
-	case 0:
-		return sign * frac * math.Pow(2, -24)
-	case 0x1f:
-		if frac != 0 {
-			return math.NaN()
-		}
-		return sign * math.Inf(1)
-	}
-	return sign * (1 + frac/1024) * math.Pow(2, float64(exp-15))
 }

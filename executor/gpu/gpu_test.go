@@ -116,7 +116,7 @@ func values(b []byte, dt ops.DType) []float64 {
 		}
 	case ops.Float16:
 		for i := 0; i+2 <= len(b); i += 2 {
-			v = append(v, half(binary.LittleEndian.Uint16(b[i:])))
+			v = append(v, ops.Float16Value(binary.LittleEndian.Uint16(b[i:])))
 		}
 	default:
 		for _, x := range b {
@@ -124,18 +124,6 @@ func values(b []byte, dt ops.DType) []float64 {
 		}
 	}
 	return v
-}
-
-func half(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	e, m := int(h>>10&0x1f), float64(h&0x3ff)
-	if e == 0 {
-		return sign * m * math.Pow(2, -24)
-	}
-	return sign * (1 + m/1024) * math.Pow(2, float64(e-15))
 }
 
 // TestGPUMatchesCPU runs every corpus image through the GPU and the CPU
