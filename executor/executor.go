@@ -252,6 +252,30 @@ func (e *Executor) RunInto(in [][][]byte, outs [][]byte, errs []error) error {
 	return nil
 }
 
+// Warm runs every sample of in on every worker, outputs discarded, so that
+// each worker's operator state and buffers reach the size these images
+// need: which worker takes which sample of a batch is the scheduler's
+// choice. Per-sample errors are returned as Run would report them.
+func (e *Executor) Warm(in [][][]byte) ([]error, error) {
+	r, err := e.Run(in)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	outs := make([][]byte, len(r.Outputs))
+	for i := range r.Outputs {
+		outs[i] = r.Outputs[i].Data
+	}
+	b := &batch{in: in, outs: outs, errs: make([]error, len(in[0])), n: len(in[0])}
+	for _, w := range e.workers {
+		for s := range b.n {
+			b.errs[s] = e.runSample(w, b, s)
+		}
+	}
+	return b.errs, nil
+}
+
 // batch is one RunInto call shared by the workers that take part in it.
 type batch struct {
 	in   [][][]byte
