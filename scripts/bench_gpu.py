@@ -7,7 +7,8 @@ size. Prints a Markdown table and writes it (--md-out) and JSON (--json-out).
         --batches 16,64,256 --seconds 3 --gpu 0 --json-out bench.json --md-out bench.md
 
 The photos are corpus/jpeg/derived and corpus/jpeg/native, split by Pillow into
-baseline colour, grayscale and progressive JPEGs, plus all of them together.
+baseline colour, grayscale and progressive JPEGs, plus all of them together, and
+the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
 
 - Sluice: `sluice bench --gpu N`, one process per kind and batch size (its own
   warm-up pass over every image first).
@@ -35,8 +36,8 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-KINDS = ["baseline colour", "grayscale", "progressive", "whole mix"]
-CONTENDERS = ["sluice", "torchvision", "opencv"]
+KINDS = ["baseline colour", "grayscale", "progressive", "whole mix", "larger photos"]
+CONTENDERS = ["sluice", "torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "opencv"]
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
 
@@ -51,6 +52,13 @@ def classify(path):
         if im.info.get("progressive") or im.info.get("progression"):
             return "progressive"
         return "baseline colour"
+
+
+def size_of(path):
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.size
 
 
 def percentiles(lat):
@@ -146,6 +154,49 @@ class TorchVision:
         return x
 
 
+class NvImgCodec:
+    """nvImageCodec (the decoder inside DALI 2.x). "full": decode with its default
+    backends (hardware engines, CUDA, CPU) and every core, then the same torch
+    resize/crop/normalize as the torchvision contender; "decode": the decode
+    alone; "hw": the decode alone on the hardware engines only, the engines'
+    ceiling on these files."""
+
+    def __init__(self, gpu, mode):
+        import torch
+        from nvidia import nvimgcodec
+        from torchvision.transforms.v2 import functional as F
+
+        self.torch, self.F, self.mode = torch, F, mode
+        self.device = torch.device("cuda", gpu)
+        torch.cuda.set_device(self.device)
+        kw = {"device_id": gpu, "max_num_cpu_threads": os.cpu_count()}
+        if mode == "hw":
+            kw["backends"] = [nvimgcodec.Backend(nvimgcodec.BackendKind.HW_GPU_ONLY, load_hint=1.0)]
+        self.dec = nvimgcodec.Decoder(**kw)
+        self.versions = {"nvimgcodec": getattr(nvimgcodec, "__version__", "?")}
+
+    def tensors(self, datas):
+        return list(datas)
+
+    def run(self, batch):
+        torch, F = self.torch, self.F
+        imgs = self.dec.decode(batch)
+        if any(im is None for im in imgs):
+            raise RuntimeError(f"{sum(im is None for im in imgs)} of {len(imgs)} images not decoded")
+        if self.mode != "full":
+            torch.cuda.synchronize(self.device)
+            return imgs
+        out = [F.center_crop(F.resize(torch.as_tensor(im, device=self.device).permute(2, 0, 1), [256], antialias=True),
+                             [224, 224]) for im in imgs]
+        x = torch.stack(out).float() / 255
+        x = F.normalize(x, MEAN, STD)
+        torch.cuda.synchronize(self.device)
+        return x
+
+
+NVIMGCODEC_MODES = {"nvimgcodec": "full", "nvimgcodec-decode": "decode", "nvimgcodec-hw": "hw"}
+
+
 class OpenCV:
     def __init__(self):
         import concurrent.futures
@@ -183,12 +234,14 @@ def gpu_info():
 
 def versions(contenders):
     v = {}
-    for mod in ["torch", "torchvision", "cv2"]:
-        if mod in ("torch", "torchvision") and "torchvision" not in contenders:
+    for mod in ["torch", "torchvision", "cv2", "nvidia.nvimgcodec"]:
+        if mod in ("torch", "torchvision") and not {"torchvision", *NVIMGCODEC_MODES} & set(contenders):
             v[mod] = "not loaded"
             continue
         try:
-            v[mod] = __import__(mod).__version__
+            import importlib
+
+            v[mod] = getattr(importlib.import_module(mod), "__version__", "?")
         except Exception as e:
             v[mod] = f"absent ({type(e).__name__})"
     return v
@@ -224,6 +277,7 @@ def main():
     ap.add_argument("--instances", type=int, default=1,
                     help="sluice bench --instances: executors at once, as a Triton instance count")
     ap.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated subset of " + ",".join(CONTENDERS))
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of: " + ", ".join(KINDS))
     ap.add_argument("--json-out")
     ap.add_argument("--md-out")
     args = ap.parse_args()
@@ -241,7 +295,11 @@ def main():
     for p in files:
         kinds[classify(p)].append(p)
     kinds["whole mix"] = list(files)
-    data = {p: p.read_bytes() for p in files}
+    # Photos of 1,000 px a side and more (jpeg/large, jpeg/exif): where decode
+    # dominates even more.
+    kinds["larger photos"] = [p for d in ("jpeg/large", "jpeg/exif") for p in sorted((corpus / d).glob("*.jp*g"))
+                              if max(size_of(p)) >= 1000]
+    data = {p: p.read_bytes() for k in kinds.values() for p in k}
 
     command = shlex.join(["python3", *sys.argv])
     info = {
@@ -260,6 +318,12 @@ def main():
             tv = TorchVision(args.gpu)
         except Exception as e:
             setup_err["torchvision"] = {"error": f"{type(e).__name__}: {short_error(e)}"}
+    gpu_peers = {}
+    for name in [c for c in only if c in NVIMGCODEC_MODES]:
+        try:
+            gpu_peers[name] = NvImgCodec(args.gpu, NVIMGCODEC_MODES[name])
+        except Exception as e:
+            setup_err[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
     if "opencv" in only:
         try:
             ocv = OpenCV()
@@ -270,7 +334,7 @@ def main():
     rows = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
-        for kind in KINDS:
+        for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
             kfiles = kinds[kind]
             if not kfiles:
                 rows.append({"kind": kind, "files": 0, "batch": None, "skipped": "no files"})
@@ -294,6 +358,14 @@ def main():
                     tv_items = {"error": f"{type(e).__name__}: {short_error(e)}"}
             if ocv:
                 ocv.run(datas)  # warm-up: every image once
+            peer_items = {}
+            for name, peer in gpu_peers.items():
+                try:
+                    for b in batch_sizes:
+                        peer.run(next(batches_of(datas, b)))
+                    peer_items[name] = datas
+                except Exception as e:
+                    peer_items[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
 
             for b in batch_sizes:
                 row = {"kind": kind, "files": len(kfiles), "batch": b}
@@ -307,6 +379,15 @@ def main():
                     else:
                         row["torchvision"] = measure("torchvision", timed, tv.run, batches_of(tv_items, b),
                                                      args.seconds)
+                for name in NVIMGCODEC_MODES:
+                    if name not in only:
+                        continue
+                    if name not in gpu_peers:
+                        row[name] = setup_err[name]
+                    elif isinstance(peer_items[name], dict):
+                        row[name] = peer_items[name]
+                    else:
+                        row[name] = measure(name, timed, gpu_peers[name].run, batches_of(datas, b), args.seconds)
                 if "opencv" in only:
                     row["opencv"] = (setup_err["opencv"] if ocv is None else
                                      measure("opencv", timed, ocv.run, batches_of(datas, b), args.seconds))
@@ -316,28 +397,35 @@ def main():
     info["wall_seconds"] = round(time.perf_counter() - t0, 1)
 
     v = info["versions"]
+    shown = [c for c in CONTENDERS if c in only]
     md = [
-        f"# Sluice GPU vs torchvision (GPU) vs OpenCV ({info['cpus']} threads): ImageNet preprocessing",
+        f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
         "",
         f"{info['date']}; GPU: {info['gpu']}; {info['cpus']} CPUs; torch {v['torch']}, "
-        f"torchvision {v['torchvision']}, cv2 {v['cv2']}; {args.seconds:g} s per cell; wall {info['wall_seconds']} s",
+        f"torchvision {v['torchvision']}, cv2 {v['cv2']}, nvImageCodec {v['nvidia.nvimgcodec']}; "
+        f"{args.seconds:g} s per cell; wall {info['wall_seconds']} s",
         "",
         "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
         "",
+        "nvimgcodec: decode (default backends, all cores) + the torchvision contender's torch resize/crop/normalize; "
+        "nvimgcodec-decode: its decode alone; nvimgcodec-hw: decode alone on the hardware engines only.",
+        "",
         f"Command: `{command}`",
         "",
-        "| kind (files) | batch | Sluice img/s | p50 ms | p99 ms | torchvision img/s | p50 ms | p99 ms "
-        "| OpenCV img/s | p50 ms | p99 ms | Sluice/torchvision | Sluice/OpenCV |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| kind (files) | batch | " + " | ".join(f"{c} img/s | p50 ms | p99 ms" for c in shown)
+        + " | Sluice / best full-pipeline peer |",
+        "|---|---|" + "---|---|---|" * len(shown) + "---|",
     ]
     for r in rows:
         label = f"{r['kind']} ({r['files']})"
         if r.get("skipped"):
-            md.append(f"| {label} | – | n/a | | | n/a | | | n/a | | | n/a | n/a |")
+            md.append(f"| {label} | – | " + " | ".join(["n/a", "", ""] * len(shown)) + " | n/a |")
             continue
-        s, t, o = r.get("sluice"), r.get("torchvision"), r.get("opencv")
-        md.append("| " + " | ".join([label, str(r["batch"]), *cell_md(s), *cell_md(t), *cell_md(o),
-                                     ratio(s, t), ratio(s, o)]) + " |")
+        cells = [x for c in shown for x in cell_md(r.get(c))]
+        peers = [r.get(c) for c in ("torchvision", "nvimgcodec", "opencv")
+                 if r.get(c) and "error" not in r[c]]
+        best = max(peers, key=lambda x: x["images_per_sec"], default=None)
+        md.append("| " + " | ".join([label, str(r["batch"]), *cells, ratio(r.get("sluice"), best)]) + " |")
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)
     if args.md_out:

@@ -27,7 +27,8 @@ type sample struct {
 	off    int // arena offset of the decoded image (interleaved)
 	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
 	sub    nvjpeg.Subsampling
-	stage  int // arena offset of the image output's staging (host destinations); -1 if none
+	hw     bool // the hardware decoder takes it
+	stage  int  // arena offset of the image output's staging (host destinations); -1 if none
 	geom   ops.Geom
 }
 
@@ -55,10 +56,14 @@ func (e *Executor) fail(b *batch, s int, node string, err error) {
 // rules, and picks each image's decoder: everything per sample that needs
 // no pixels, on the CPU workers.
 func (e *Executor) parse(b *batch) {
-	e.parallel(len(b.in), false, func(w *cpuWorker, s int) {
+	e.parallel(len(b.in), true, func(w *cpuWorker, s int) {
 		smp := &e.samples[s]
 		*smp = sample{src: b.in[s], stage: -1}
 		b.errs[s] = nil
+		if w == nil {
+			e.fail(b, s, e.decNm, errNoContext)
+			return
+		}
 		hdr, err := ops.DecodeHeader(w.dec, smp.src, e.opt.Limits)
 		if err != nil {
 			e.fail(b, s, e.decNm, err)
@@ -84,15 +89,43 @@ func (e *Executor) parse(b *batch) {
 			return
 		}
 		smp.geom = g
-		// Every path writes interleaved RGB, but for a PNG's alpha when
-		// the pipeline keeps it.
-		smp.path, smp.c = PathCPU, 3
-		if hdr.Format != "JPEG" {
-			smp.c = e.ch.srcC
-		} else if hdr.HuffmanSequential() {
-			smp.path = PathHybrid
-		}
+		e.route(w, smp)
 	})
+}
+
+// errNoContext fails the samples of a worker that could not make the
+// executor's CUDA context current.
+var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
+
+// route picks the decoder for a sample whose header was read: nvJPEG for
+// Huffman-coded sequential JPEGs whose chroma layout libjpeg's upsampling
+// (which the conversion kernel follows) covers, the CPU for the rest. Every
+// path writes interleaved RGB, but for a PNG's alpha when the pipeline
+// keeps it and for greyscale JPEGs, whose luma plane is the image.
+func (e *Executor) route(w *cpuWorker, smp *sample) {
+	smp.path, smp.c = PathCPU, 3
+	if smp.hdr.Format != "JPEG" {
+		smp.c = e.ch.srcC
+		return
+	}
+	if !smp.hdr.HuffmanSequential() {
+		return
+	}
+	info, err := e.hy.h.ImageInfo(smp.src)
+	if err != nil {
+		return
+	}
+	switch info.Subsampling {
+	case nvjpeg.CSSGray:
+		smp.c = 1
+	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
+		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
+		// with driver 580): only colour goes to the engines.
+		smp.hw = w.hw != nil && w.hw.supported(smp.src)
+	default:
+		return
+	}
+	smp.path, smp.sub = PathHybrid, info.Subsampling
 }
 
 // sideBlock is where sample s's side outputs bound for device memory
@@ -167,48 +200,18 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		case smp.failed:
 		case smp.path == PathCPU:
 			cpuList = append(cpuList, s)
+		case smp.hw && e.hw != nil:
+			hwList = append(hwList, s)
 		default:
 			hyList = append(hyList, s)
 		}
 	}
-	// nvJPEG's planes go through libjpeg's own upsampling: subsamplings
-	// it has no fancy upsampling for stay on the CPU.
-	gpuList := hyList[:0]
-	for _, s := range hyList {
-		smp := &e.samples[s]
-		info, err := e.hy.h.ImageInfo(smp.src)
-		switch {
-		case err != nil:
-			smp.path = PathCPU
-		case info.Subsampling == nvjpeg.CSSGray:
-			smp.sub, smp.c = info.Subsampling, 1
-		case info.Subsampling == nvjpeg.CSS444, info.Subsampling == nvjpeg.CSS422,
-			info.Subsampling == nvjpeg.CSS420, info.Subsampling == nvjpeg.CSS440:
-			smp.sub = info.Subsampling
-		default:
-			smp.path = PathCPU
-		}
-		if smp.path == PathCPU {
-			cpuList = append(cpuList, s)
-		} else {
-			gpuList = append(gpuList, s)
-		}
+	if k := e.hwCount(len(hwList)); k < len(hwList) {
+		hyList = append(hyList, hwList[k:]...)
+		hwList = hwList[:k]
 	}
-	hyList = gpuList
-	if e.hw != nil && len(hyList) > 0 {
-		k := int(math.Round(e.opt.HWShare * float64(len(hyList))))
-		var rest []int
-		for _, s := range hyList {
-			// nvJPEG's hardware path gets greyscale wrong (seen on an
-			// H200 with driver 580): those go to the hybrid decoder.
-			if len(hwList) < k && e.samples[s].sub != nvjpeg.CSSGray && e.hw.supported(e.samples[s].src) {
-				hwList = append(hwList, s)
-				e.samples[s].path = PathHardware
-			} else {
-				rest = append(rest, s)
-			}
-		}
-		hyList = rest
+	for _, s := range hwList {
+		e.samples[s].path = PathHardware
 	}
 	// The two nvJPEG paths and the CPU workers run at once; what nvJPEG
 	// rejects is decoded again on the CPU, which also names the error.
@@ -234,9 +237,10 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	}
 	e.decodeCPU(b, cpuList)
 	wg.Wait()
-	// A JPEG has no alpha: its CPU retry is RGB and fits its slot.
+	// A JPEG has no alpha: its CPU retry fits its slot (RGB, or the
+	// luma plane of a greyscale JPEG).
 	for _, s := range retry {
-		e.samples[s].path, e.samples[s].c = PathCPU, 3
+		e.samples[s].path = PathCPU
 	}
 	e.decodeCPU(b, retry)
 	for s := start; s < end; s++ {
@@ -247,6 +251,19 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	t1 := time.Now()
 	e.nanos[1].Add(int64(t1.Sub(t0)))
 	return e.launch(b, start, end, t1)
+}
+
+// hwCount is how many of n hardware-decodable images go to the engines:
+// the HWShare, rounded up to whole rounds of the engines' cores.
+func (e *Executor) hwCount(n int) int {
+	if n == 0 {
+		return 0
+	}
+	k := int(math.Round(e.opt.HWShare * float64(n)))
+	if c := e.hw.cores; k > 0 && c > 1 && k%c != 0 {
+		k += c - k%c
+	}
+	return min(k, n)
 }
 
 // decodeOn runs one nvJPEG path's share on its lanes.

@@ -12,6 +12,7 @@ import (
 // operators' size rules, for which it holds side-output tensors.
 type cpuWorker struct {
 	dec    *codec.Decoder
+	hw     *supporter // nil without the hardware decoder
 	stream cuda.Stream
 	pinned []byte
 	ctx    ops.Ctx
@@ -19,12 +20,18 @@ type cpuWorker struct {
 	sideP  [][]*ops.Tensor // pointers to side, as GPU takes them
 }
 
-func newCPUWorker(ch *chain, lim ops.Limits) (*cpuWorker, error) {
+func newCPUWorker(ch *chain, lim ops.Limits, hw *jpegPath) (*cpuWorker, error) {
 	s, err := cuda.NewStream()
 	if err != nil {
 		return nil, err
 	}
 	w := &cpuWorker{dec: codec.NewDecoder(), stream: s, ctx: ops.Ctx{Limits: lim}}
+	if hw != nil {
+		if w.hw, err = hw.newSupporter(); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
 	for _, st := range ch.stages {
 		ts := make([]ops.Tensor, len(st.side))
 		ps := make([]*ops.Tensor, len(st.side))
@@ -64,7 +71,7 @@ func (w *cpuWorker) unbindSide(k int) {
 // applies EXIF orientation for every path alike) and uploads it.
 func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda.DevicePtr) error {
 	if w == nil {
-		return ops.Errorf(ops.BadInput, "no CUDA context for the upload")
+		return errNoContext
 	}
 	hdr, err := w.dec.Header(smp.src, lim.MaxPixels)
 	if err != nil {
@@ -72,8 +79,9 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	}
 	opt := codec.Options{Color: codec.RGB}
 	switch {
-	case col == ops.Gray:
-		// libjpeg's own grey (the luma plane), as the CPU executor.
+	case col == ops.Gray, smp.c == 1:
+		// libjpeg's own grey (the luma plane), as the CPU executor; for
+		// a greyscale JPEG the kernel repeats it into the colours.
 		opt.Color, smp.c = codec.Gray, 1
 	case smp.c == 4:
 		opt.Color = codec.RGBA
@@ -99,6 +107,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 
 func (w *cpuWorker) close() {
 	w.dec.Close()
+	w.hw.close()
 	if w.pinned != nil {
 		cuda.MemFreeHost(w.pinned)
 		w.pinned = nil

@@ -1,20 +1,27 @@
 package gpu
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
 // jpegPath is one nvJPEG decoder — the hardware JPEG engines, or the GPU
-// hybrid decoder — with lanes that decode parts of a batch at once: nvJPEG
-// parses each image on the calling thread before the device works on it,
-// so one lane would leave the engines waiting.
+// hybrid decoder — with lanes, each a batched-decode state that takes one
+// part of a batch in one call. The engines are fed by one call for the
+// hardware share split in two (nvJPEG spreads each call over every engine,
+// and parses its images on the calling thread while the other call's are
+// decoded); the hybrid decoder runs two lanes too.
 type jpegPath struct {
 	path  Path
 	h     *nvjpeg.Handle
-	js    *nvjpeg.JpegStream // to ask the hardware what it takes
 	lanes []*lane
+	// The hardware decoder's engines and cores per engine: a call fills
+	// them when it holds a multiple of engines x cores images.
+	engines, cores int
 }
 
 // lane is one batched-decode state with its own stream and pinned staging
@@ -23,7 +30,7 @@ type lane struct {
 	st     *nvjpeg.State
 	stream cuda.Stream
 	pinned []byte
-	data   [][]byte
+	data   nvjpeg.Bitstreams
 	imgs   []nvjpeg.Image
 	inited int // batch size of the last BatchedInitialize
 
@@ -35,13 +42,17 @@ type lane struct {
 	yccDev  cuda.DevicePtr
 }
 
-// Lanes per path, and the smallest part of a batch worth a lane of its
-// own (docs/perf.md has the measurements these come from).
+// Lanes of the hybrid decoder, and the smallest part of a batch worth a
+// lane of its own (docs/perf.md has the measurements these come from).
 const (
-	hardwareLanes = 4
-	hybridLanes   = 2
-	minPerLane    = 8
+	hybridLanes = 2
+	minPerLane  = 8
 )
+
+// hardwareLanes: two calls at once beat one by 6-19% and four by 4-5% on an
+// H200 at batches of 64 and 256 (docs/perf.md). SLUICE_GPU_HW_LANES
+// overrides it for measurements.
+var hardwareLanes = envInt("SLUICE_GPU_HW_LANES", 2)
 
 func newJPEGPath(p Path) (j *jpegPath, err error) {
 	if err := nvjpeg.Init(); err != nil {
@@ -60,8 +71,10 @@ func newJPEGPath(p Path) (j *jpegPath, err error) {
 	if j.h, err = nvjpeg.NewHandle(b); err != nil {
 		return nil, err
 	}
-	if j.js, err = j.h.NewJpegStream(); err != nil {
-		return nil, err
+	if p == PathHardware {
+		if j.engines, j.cores, err = j.h.HardwareInfo(); err != nil {
+			return nil, err
+		}
 	}
 	for range n {
 		l := new(lane)
@@ -72,18 +85,51 @@ func newJPEGPath(p Path) (j *jpegPath, err error) {
 		if l.stream, err = cuda.NewStream(); err != nil {
 			return nil, err
 		}
+		if p == PathHardware {
+			// The engines then draw their buffers from a pool rather than
+			// allocating in the decode call (nvImageCodec measured more
+			// than 20% from this).
+			if err = j.h.BatchedPreAllocate(l.st, preallocBatch, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return j, nil
 }
 
+// preallocBatch is the batch size the hardware state is pre-allocated
+// for; SLUICE_GPU_HW_PREALLOC overrides it for measurements.
+var preallocBatch = envInt("SLUICE_GPU_HW_PREALLOC", 1)
+
+// supporter asks the hardware decoder whether it takes a JPEG: one per
+// CPU worker, as a stream object holds one parsed header.
+type supporter struct {
+	h  *nvjpeg.Handle
+	js *nvjpeg.JpegStream
+}
+
+func (j *jpegPath) newSupporter() (*supporter, error) {
+	js, err := j.h.NewJpegStream()
+	if err != nil {
+		return nil, err
+	}
+	return &supporter{h: j.h, js: js}, nil
+}
+
 // supported asks whether the batched decoder takes this JPEG (the
-// hardware engines do not take every subsampling).
-func (j *jpegPath) supported(src []byte) bool {
-	if err := j.js.Parse(j.h, src, true); err != nil {
+// hardware engines do not take every subsampling or size).
+func (s *supporter) supported(src []byte) bool {
+	if err := s.js.Parse(s.h, src, true); err != nil {
 		return false
 	}
-	ok, err := j.h.BatchedSupported(j.js)
+	ok, err := s.h.BatchedSupported(s.js)
 	return err == nil && ok
+}
+
+func (s *supporter) close() {
+	if s != nil {
+		s.js.Close()
+	}
 }
 
 // decode decodes the listed samples into their arena slots, the lanes
@@ -92,6 +138,14 @@ func (j *jpegPath) supported(src []byte) bool {
 // elsewhere.
 func (j *jpegPath) decode(list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
 	k := min(len(j.lanes), max(len(list)/minPerLane, 1))
+	if k == 1 {
+		unbind, err := bind()
+		if err != nil {
+			return err
+		}
+		defer unbind()
+		return j.lanes[0].decode(j.h, list, samples, base, f, gray)
+	}
 	per := (len(list) + k - 1) / k
 	errs := make(chan error, k)
 	for i := range k {
@@ -137,12 +191,13 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 		}
 		l.pinned = p
 	}
-	l.data, l.imgs, l.ycc = l.data[:0], l.imgs[:0], l.ycc[:0]
+	l.data.Reset()
+	l.imgs, l.ycc = l.imgs[:0], l.ycc[:0]
 	off, maxW, maxH := 0, 0, 0
 	for _, s := range list {
 		smp := &samples[s]
 		n := copy(l.pinned[off:], smp.src)
-		l.data = append(l.data, l.pinned[off:off+n])
+		l.data.Add(l.pinned[off : off+n])
 		off += n
 		var img nvjpeg.Image
 		if smp.sub == nvjpeg.CSSGray {
@@ -177,7 +232,7 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 		}
 		l.inited = len(list)
 	}
-	if err := h.DecodeBatched(l.st, l.data, l.imgs, l.stream); err != nil {
+	if err := h.DecodeBatched(l.st, &l.data, l.imgs, l.stream); err != nil {
 		l.inited = 0 // the state may be half-used: initialise again
 		l.stream.Synchronize()
 		return err
@@ -244,9 +299,6 @@ func (j *jpegPath) close() {
 	for _, l := range j.lanes {
 		l.close()
 	}
-	if j.js != nil {
-		j.js.Close()
-	}
 	if j.h != nil {
 		j.h.Close()
 	}
@@ -267,4 +319,12 @@ func (l *lane) close() {
 	if l.stream != 0 {
 		l.stream.Destroy()
 	}
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

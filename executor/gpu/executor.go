@@ -180,7 +180,7 @@ func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
 		e.hw, _ = newJPEGPath(PathHardware)
 	}
 	for range opt.Workers {
-		w, err := newCPUWorker(ch, opt.Limits)
+		w, err := newCPUWorker(ch, opt.Limits, e.hw)
 		if err != nil {
 			return nil, err
 		}

@@ -99,6 +99,11 @@ func TestGPUHardwareBackend(t *testing.T) {
 			t.Skip("hardware decoder declines this image (too small?)")
 		}
 	}
+	engines, cores, err := h.HardwareInfo()
+	if err != nil || engines < 1 || cores < 1 {
+		t.Fatalf("HardwareInfo = %d engines x %d cores, %v", engines, cores, err)
+	}
+	t.Logf("hardware JPEG decoder: %d engines x %d cores", engines, cores)
 	decodeAndCompare(t, h, data, ref)
 }
 
@@ -145,8 +150,17 @@ func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
 	}
 	defer cuda.MemFreeHost(out)
 
+	// The bitstream goes through pinned memory, as Bitstreams requires.
+	src, err := cuda.MemHostAlloc(len(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.MemFreeHost(src)
+	copy(src, data)
+	var in Bitstreams
+	in.Add(src[:len(data)])
 	dst := []Image{{Channel: [4]uintptr{uintptr(dev)}, Pitch: [4]uint64{uint64(w * 3)}}}
-	if err := h.DecodeBatched(st, [][]byte{data}, dst, stream); err != nil {
+	if err := h.DecodeBatched(st, &in, dst, stream); err != nil {
 		t.Fatal(err)
 	}
 	if err := cuda.MemcpyDtoHAsync(out, dev, stream); err != nil {

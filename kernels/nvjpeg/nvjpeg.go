@@ -141,21 +141,23 @@ type Image struct {
 
 // The entry points. nvjpegStatus_t is a C enum, read as int32 (see package cuda).
 var (
-	nvjpegGetProperty             func(typ int32, v *int32) int32
-	nvjpegCreateEx                func(b int32, dev, pinned unsafe.Pointer, flags uint32, h *uintptr) int32
-	nvjpegDestroy                 func(h uintptr) int32
-	nvjpegSetDeviceMemoryPadding  func(padding uint64, h uintptr) int32
-	nvjpegSetPinnedMemoryPadding  func(padding uint64, h uintptr) int32
-	nvjpegJpegStateCreate         func(h uintptr, s *uintptr) int32
-	nvjpegJpegStateDestroy        func(s uintptr) int32
-	nvjpegGetImageInfo            func(h uintptr, data *byte, n uint64, comps *int32, css *int32, widths, heights *int32) int32
-	nvjpegDecodeBatchedInitialize func(h, s uintptr, batch, threads, format int32) int32
-	nvjpegDecodeBatched           func(h, s uintptr, data **byte, lengths *uint64, dst *Image, stream uintptr) int32
-	nvjpegJpegStreamCreate        func(h uintptr, j *uintptr) int32
-	nvjpegJpegStreamDestroy       func(j uintptr) int32
-	nvjpegJpegStreamParse         func(h uintptr, data *byte, n uint64, saveMeta, saveStream int32, j uintptr) int32
-	nvjpegJpegStreamParseHeader   func(h uintptr, data *byte, n uint64, j uintptr) int32
-	nvjpegDecodeBatchedSupported  func(h, j uintptr, unsupported *int32) int32
+	nvjpegGetProperty              func(typ int32, v *int32) int32
+	nvjpegCreateEx                 func(b int32, dev, pinned unsafe.Pointer, flags uint32, h *uintptr) int32
+	nvjpegDestroy                  func(h uintptr) int32
+	nvjpegSetDeviceMemoryPadding   func(padding uint64, h uintptr) int32
+	nvjpegSetPinnedMemoryPadding   func(padding uint64, h uintptr) int32
+	nvjpegJpegStateCreate          func(h uintptr, s *uintptr) int32
+	nvjpegJpegStateDestroy         func(s uintptr) int32
+	nvjpegGetImageInfo             func(h uintptr, data *byte, n uint64, comps *int32, css *int32, widths, heights *int32) int32
+	nvjpegDecodeBatchedInitialize  func(h, s uintptr, batch, threads, format int32) int32
+	nvjpegDecodeBatched            func(h, s uintptr, data **byte, lengths *uint64, dst *Image, stream uintptr) int32
+	nvjpegJpegStreamCreate         func(h uintptr, j *uintptr) int32
+	nvjpegJpegStreamDestroy        func(j uintptr) int32
+	nvjpegJpegStreamParse          func(h uintptr, data *byte, n uint64, saveMeta, saveStream int32, j uintptr) int32
+	nvjpegJpegStreamParseHeader    func(h uintptr, data *byte, n uint64, j uintptr) int32
+	nvjpegDecodeBatchedSupported   func(h, j uintptr, unsupported *int32) int32
+	nvjpegGetHardwareDecoderInfo   func(h uintptr, engines, cores *uint32) int32
+	nvjpegDecodeBatchedPreAllocate func(h, s uintptr, batch, width, height, css, format int32) int32
 )
 
 type symbol struct {
@@ -182,6 +184,10 @@ func symbols() []symbol {
 		// Only a speed-up over a full Parse; an old library without it still works.
 		{&nvjpegJpegStreamParseHeader, "nvjpegJpegStreamParseHeader", true},
 		{&nvjpegDecodeBatchedSupported, "nvjpegDecodeBatchedSupported", false},
+		// Both from nvJPEG 11.9 on; without them the engines are counted
+		// as one and the hardware state grows its buffers on first use.
+		{&nvjpegGetHardwareDecoderInfo, "nvjpegGetHardwareDecoderInfo", true},
+		{&nvjpegDecodeBatchedPreAllocate, "nvjpegDecodeBatchedPreAllocate", true},
 	}
 }
 
@@ -393,10 +399,31 @@ func (h *Handle) BatchedInitialize(s *State, batch, maxCPUThreads int, f OutputF
 		nvjpegDecodeBatchedInitialize(h.h, s.s, int32(batch), int32(maxCPUThreads), int32(f)))
 }
 
-// DecodeBatched decodes data[i] into dst[i] on st; len(data) must be the batch size given to
-// BatchedInitialize. The encoded bytes are read before the call returns; the output is ready
-// once st is synchronized.
-func (h *Handle) DecodeBatched(s *State, data [][]byte, dst []Image, st cuda.Stream) error {
+// Bitstreams lists the encoded images of one batched call. They must be in
+// memory the Go collector does not own (pinned host memory from
+// cuda.MemHostAlloc): the list keeps bare addresses. Reused from call to
+// call, it costs no allocation once grown.
+type Bitstreams struct {
+	ptrs []uintptr
+	lens []uint64
+}
+
+// Reset empties the list, keeping its arrays.
+func (b *Bitstreams) Reset() { b.ptrs, b.lens = b.ptrs[:0], b.lens[:0] }
+
+// Add appends one image; p must be non-empty C memory (see Bitstreams).
+func (b *Bitstreams) Add(p []byte) {
+	b.ptrs = append(b.ptrs, uintptr(unsafe.Pointer(unsafe.SliceData(p))))
+	b.lens = append(b.lens, uint64(len(p)))
+}
+
+// Len is the number of images listed.
+func (b *Bitstreams) Len() int { return len(b.ptrs) }
+
+// DecodeBatched decodes the listed images into dst[i] on st; their count must be the batch
+// size given to BatchedInitialize. The encoded bytes are read before the call returns; the
+// output is ready once st is synchronized.
+func (h *Handle) DecodeBatched(s *State, in *Bitstreams, dst []Image, st cuda.Stream) error {
 	const call = "nvjpegDecodeBatched"
 	if err := h.usable(call); err != nil {
 		return err
@@ -404,26 +431,57 @@ func (h *Handle) DecodeBatched(s *State, data [][]byte, dst []Image, st cuda.Str
 	if s == nil || s.s == 0 {
 		return errors.New(call + ": closed state")
 	}
-	if len(data) == 0 || len(dst) != len(data) {
-		return fmt.Errorf("%s: %d inputs, %d outputs", call, len(data), len(dst))
+	if in.Len() == 0 || len(dst) != in.Len() {
+		return fmt.Errorf("%s: %d inputs, %d outputs", call, in.Len(), len(dst))
 	}
-	// C receives Go arrays, one of them of Go pointers: pin the arrays and every buffer
-	// they point at for the call.
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	ptrs := make([]*byte, len(data))
-	lens := make([]uint64, len(data))
-	for i, d := range data {
-		if len(d) == 0 {
+	for i, n := range in.lens {
+		if n == 0 || in.ptrs[i] == 0 {
 			return fmt.Errorf("%s: input %d is empty", call, i)
 		}
-		pin.Pin(&d[0])
-		ptrs[i], lens[i] = &d[0], uint64(len(d))
 	}
-	pin.Pin(&ptrs[0])
-	pin.Pin(&lens[0])
+	// The arrays are Go memory handed to C for the call: keep them in place.
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&in.ptrs[0])
+	pin.Pin(&in.lens[0])
 	pin.Pin(&dst[0])
-	return check(call, nvjpegDecodeBatched(h.h, s.s, &ptrs[0], &lens[0], &dst[0], uintptr(st)))
+	return check(call, nvjpegDecodeBatched(h.h, s.s, (**byte)(unsafe.Pointer(&in.ptrs[0])), &in.lens[0], &dst[0], uintptr(st)))
+}
+
+// HardwareInfo reports the hardware decoder's JPEG engines and the cores of
+// each, for a handle of the Hardware backend: a batch fills the engines
+// when it holds a multiple of engines x cores images. An nvJPEG without
+// the query reports one engine of one core.
+func (h *Handle) HardwareInfo() (engines, cores int, err error) {
+	const call = "nvjpegGetHardwareDecoderInfo"
+	if err := h.usable(call); err != nil {
+		return 0, 0, err
+	}
+	if nvjpegGetHardwareDecoderInfo == nil {
+		return 1, 1, nil
+	}
+	var e, c uint32
+	if err := check(call, nvjpegGetHardwareDecoderInfo(h.h, &e, &c)); err != nil {
+		return 0, 0, err
+	}
+	return int(e), int(c), nil
+}
+
+// BatchedPreAllocate sizes s's buffers for batches of batch images of up to
+// width x height: the hardware decoder then draws on a pool instead of
+// allocating during decode. A no-op where nvJPEG lacks the call.
+func (h *Handle) BatchedPreAllocate(s *State, batch, width, height int, css Subsampling, f OutputFormat) error {
+	const call = "nvjpegDecodeBatchedPreAllocate"
+	if err := h.usable(call); err != nil {
+		return err
+	}
+	if s == nil || s.s == 0 {
+		return errors.New(call + ": closed state")
+	}
+	if nvjpegDecodeBatchedPreAllocate == nil {
+		return nil
+	}
+	return check(call, nvjpegDecodeBatchedPreAllocate(h.h, s.s, int32(batch), int32(width), int32(height), int32(css), int32(f)))
 }
 
 // JpegStream is an nvjpegJpegStream_t: a parsed JPEG header (and, after a full Parse, the
