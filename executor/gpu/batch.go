@@ -56,7 +56,7 @@ func (e *Executor) fail(b *batch, s int, node string, err error) {
 // rules, and picks each image's decoder: everything per sample that needs
 // no pixels, on the CPU workers.
 func (e *Executor) parse(b *batch) {
-	e.parallel(len(b.in), true, func(w *cpuWorker, s int) {
+	e.parallel(len(b.in), func(w *cpuWorker, z *sizer, s int) {
 		smp := &e.samples[s]
 		*smp = sample{src: b.in[s], stage: -1}
 		b.errs[s] = nil
@@ -75,9 +75,9 @@ func (e *Executor) parse(b *batch) {
 		g := ops.NewGeom(uh, uw, e.ch.color, e.opt.Limits)
 		for k := range e.ch.stages {
 			st := &e.ch.stages[k]
-			side := w.bindSide(k, st, b.dst, s, e.sideBlock(s))
-			err := st.op.GPU(&w.ctx, &g, side)
-			w.unbindSide(k)
+			side := z.bindSide(k, st, b.dst, s, e.sideBlock(s))
+			err := st.op.GPU(&z.ctx, &g, side)
+			z.unbindSide(k)
 			if err != nil {
 				e.fail(b, s, st.name, err)
 				return
@@ -111,7 +111,7 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	if !smp.hdr.HuffmanSequential() {
 		return
 	}
-	info, err := e.hy.h.ImageInfo(smp.src)
+	info, err := e.svc.hy.h.ImageInfo(smp.src)
 	if err != nil {
 		return
 	}
@@ -121,7 +121,7 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
 		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
 		// with driver 580): only colour goes to the engines.
-		smp.hw = w.hw != nil && w.hw.supported(smp.src)
+		smp.hw = e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
 	}
@@ -136,6 +136,17 @@ func (e *Executor) sideBlock(s int) []byte {
 		return nil
 	}
 	return e.side[s*n : (s+1)*n]
+}
+
+// planeBytes is the arena space of nvJPEG's YCbCr planes of the sample, in
+// the order lane.decode lays them out.
+func (smp *sample) planeBytes() int {
+	if smp.sub == nvjpeg.CSSGray {
+		return 0 // its one plane is the image
+	}
+	sx, sy := subsampling(smp.sub)
+	cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
+	return alignUp(smp.w*smp.h) + 2*alignUp(cw*ch)
 }
 
 const align = 256
@@ -155,9 +166,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		}
 		need := alignUp(smp.h * smp.w * smp.c)
 		if smp.path != PathCPU {
-			// Room for the planes too: chroma planes are never larger
-			// than the luma plane.
-			need += 3 * alignUp(smp.h*smp.w)
+			need += smp.planeBytes()
 		}
 		if b.dst[img][end].Dev == 0 {
 			need += alignUp(e.slot[img])
@@ -174,7 +183,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		off += alignUp(smp.h * smp.w * smp.c)
 		if smp.path != PathCPU {
 			smp.planes = off
-			off += 3 * alignUp(smp.h*smp.w)
+			off += smp.planeBytes()
 		}
 		if b.dst[img][end].Dev == 0 {
 			smp.stage = off
@@ -221,7 +230,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	for _, job := range []struct {
 		p    *jpegPath
 		list []int
-	}{{e.hw, hwList}, {e.hy, hyList}} {
+	}{{e.hw, hwList}, {e.svc.hy, hyList}} {
 		if len(job.list) == 0 {
 			continue
 		}
@@ -231,6 +240,8 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			if err := e.decodeOn(job.p, job.list); err != nil {
 				mu.Lock()
 				retry = append(retry, job.list...)
+				e.retried.Add(int64(len(job.list)))
+				e.lastRetry = err
 				mu.Unlock()
 			}
 		}()
@@ -277,7 +288,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
 	}
-	e.parallel(len(list), true, func(w *cpuWorker, i int) {
+	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
 		if err := w.decode(&e.samples[s], e.ch.color, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)
@@ -285,29 +296,30 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	})
 }
 
-// parallel runs fn for 0..n-1 on the CPU workers; bound workers have the
-// executor's context current (they issue copies).
-func (e *Executor) parallel(n int, bound bool, fn func(w *cpuWorker, i int)) {
+// parallel runs fn for 0..n-1 on up to Workers threads, each with a CPU
+// worker from the GPU's pool (waited for: other executors share it) and
+// the executor's context current, as workers issue copies. A thread that
+// cannot bind calls fn with a nil worker for what is left.
+func (e *Executor) parallel(n int, fn func(w *cpuWorker, z *sizer, i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	k := min(n, len(e.cpu))
+	k := min(n, len(e.sizers))
 	wg.Add(k)
-	for _, w := range e.cpu[:k] {
+	for _, z := range e.sizers[:k] {
 		go func() {
 			defer wg.Done()
-			if bound {
-				unbind, err := e.bind()
-				if err != nil {
-					// Without a context no copy can work: fail what is left.
-					for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-						fn(nil, i)
-					}
-					return
+			unbind, err := e.bind()
+			if err != nil {
+				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+					fn(nil, z, i)
 				}
-				defer unbind()
+				return
 			}
+			defer unbind()
+			w := <-e.svc.free
+			defer func() { e.svc.free <- w }()
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(w, i)
+				fn(w, z, i)
 			}
 		}()
 	}

@@ -6,64 +6,74 @@ import (
 	"github.com/sluice-dev/sluice/ops"
 )
 
-// cpuWorker is one CPU decode thread: a libjpeg-turbo/PNG decoder, a
-// pinned buffer the decoded pixels are uploaded from, and its own stream
-// so that workers' uploads overlap. It also parses headers and runs the
-// operators' size rules, for which it holds side-output tensors.
+// cpuWorker is one CPU decode thread of a GPU's service: a
+// libjpeg-turbo/PNG decoder (which also reads headers), the hardware
+// decoder's support check, a pinned buffer the decoded pixels are uploaded
+// from, and its own stream so that workers' uploads overlap.
 type cpuWorker struct {
 	dec    *codec.Decoder
 	hw     *supporter // nil without the hardware decoder
 	stream cuda.Stream
 	pinned []byte
-	ctx    ops.Ctx
-	side   [][]ops.Tensor  // per stage, per side port
-	sideP  [][]*ops.Tensor // pointers to side, as GPU takes them
 }
 
-func newCPUWorker(ch *chain, lim ops.Limits, hw *jpegPath) (*cpuWorker, error) {
+func newCPUWorker(hw *jpegPath) (*cpuWorker, error) {
 	s, err := cuda.NewStream()
 	if err != nil {
 		return nil, err
 	}
-	w := &cpuWorker{dec: codec.NewDecoder(), stream: s, ctx: ops.Ctx{Limits: lim}}
+	w := &cpuWorker{dec: codec.NewDecoder(), stream: s}
 	if hw != nil {
 		if w.hw, err = hw.newSupporter(); err != nil {
 			w.close()
 			return nil, err
 		}
 	}
+	return w, nil
+}
+
+// sizer is one executor's state for running the operators' size rules on
+// one thread: their context and the side-output tensors they fill.
+type sizer struct {
+	ctx   ops.Ctx
+	side  [][]ops.Tensor  // per stage, per side port
+	sideP [][]*ops.Tensor // pointers to side, as GPU takes them
+}
+
+func newSizer(ch *chain, lim ops.Limits) *sizer {
+	z := &sizer{ctx: ops.Ctx{Limits: lim}}
 	for _, st := range ch.stages {
 		ts := make([]ops.Tensor, len(st.side))
 		ps := make([]*ops.Tensor, len(st.side))
 		for i := range ts {
 			ps[i] = &ts[i]
 		}
-		w.side = append(w.side, ts)
-		w.sideP = append(w.sideP, ps)
+		z.side = append(z.side, ts)
+		z.sideP = append(z.sideP, ps)
 	}
-	return w, nil
+	return z
 }
 
 // bindSide points stage k's side outputs that are pipeline outputs at
 // sample s's destination: its host buffer, or for device memory its place
 // in the sample's pinned block, uploaded after the kernel.
-func (w *cpuWorker) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) []*ops.Tensor {
+func (z *sizer) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) []*ops.Tensor {
 	for p, out := range st.side {
 		if out < 0 {
 			continue
 		}
 		if d := dst[out][s]; d.Dev == 0 {
-			w.side[k][p].Bind(d.Host)
+			z.side[k][p].Bind(d.Host)
 		} else {
-			w.side[k][p].Bind(block[st.at[p] : st.at[p]+st.size[p]])
+			z.side[k][p].Bind(block[st.at[p] : st.at[p]+st.size[p]])
 		}
 	}
-	return w.sideP[k]
+	return z.sideP[k]
 }
 
-func (w *cpuWorker) unbindSide(k int) {
-	for i := range w.side[k] {
-		w.side[k][i].Unbind()
+func (z *sizer) unbindSide(k int) {
+	for i := range z.side[k] {
+		z.side[k][i].Unbind()
 	}
 }
 
@@ -87,6 +97,11 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
+	if n > pinnedKeep {
+		// A large image's buffer is not kept: the pool would hold it per
+		// core for as long as the model stays loaded.
+		defer w.freePinned()
+	}
 	if len(w.pinned) < n {
 		if w.pinned != nil {
 			cuda.MemFreeHost(w.pinned)
@@ -105,13 +120,21 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	return w.stream.Synchronize()
 }
 
-func (w *cpuWorker) close() {
-	w.dec.Close()
-	w.hw.close()
+// pinnedKeep is the largest upload buffer a worker keeps between images:
+// an ImageNet-size photo needs under 1 MiB, a 12-megapixel one 36 MiB.
+const pinnedKeep = 16 << 20
+
+func (w *cpuWorker) freePinned() {
 	if w.pinned != nil {
 		cuda.MemFreeHost(w.pinned)
 		w.pinned = nil
 	}
+}
+
+func (w *cpuWorker) close() {
+	w.dec.Close()
+	w.hw.close()
+	w.freePinned()
 	if w.stream != 0 {
 		w.stream.Destroy()
 	}

@@ -19,6 +19,7 @@ type jpegPath struct {
 	path  Path
 	h     *nvjpeg.Handle
 	lanes []*lane
+	free  chan *lane // the lanes not in use, shared by the executors
 	// The hardware decoder's engines and cores per engine: a call fills
 	// them when it holds a multiple of engines x cores images.
 	engines, cores int
@@ -42,25 +43,29 @@ type lane struct {
 	yccDev  cuda.DevicePtr
 }
 
-// Lanes of the hybrid decoder, and the smallest part of a batch worth a
-// lane of its own (docs/perf.md has the measurements these come from).
+// The hybrid decoder's lanes on one GPU, and the smallest part of a batch
+// worth a lane of its own (docs/perf.md has the measurements these come
+// from).
 const (
-	hybridLanes = 2
+	hybridLanes = 4
 	minPerLane  = 8
 )
 
-// hardwareLanes: two calls at once beat one by 6-19% and four by 4-5% on an
-// H200 at batches of 64 and 256 (docs/perf.md). SLUICE_GPU_HW_LANES
-// overrides it for measurements.
-var hardwareLanes = envInt("SLUICE_GPU_HW_LANES", 2)
+// callLanes is how many lanes one batch's share takes at most: two calls
+// at once beat one by 6-19% and four by 4-5% on an H200's engines at
+// batches of 64 and 256 (docs/perf.md). SLUICE_GPU_HW_LANES overrides it
+// for measurements.
+var callLanes = envInt("SLUICE_GPU_HW_LANES", 2)
 
-func newJPEGPath(p Path) (j *jpegPath, err error) {
+// newJPEGPath makes a decoder with n lanes; n = 0 sizes the hardware
+// decoder's pool from its engines, one call in flight per engine at most.
+func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 	if err := nvjpeg.Init(); err != nil {
 		return nil, err
 	}
-	b, n := nvjpeg.GPUHybrid, hybridLanes
+	b := nvjpeg.GPUHybrid
 	if p == PathHardware {
-		b, n = nvjpeg.Hardware, hardwareLanes
+		b = nvjpeg.Hardware
 	}
 	j = &jpegPath{path: p}
 	defer func() {
@@ -76,6 +81,10 @@ func newJPEGPath(p Path) (j *jpegPath, err error) {
 			return nil, err
 		}
 	}
+	if n <= 0 {
+		n = max(j.engines, callLanes)
+	}
+	j.free = make(chan *lane, n)
 	for range n {
 		l := new(lane)
 		j.lanes = append(j.lanes, l)
@@ -93,6 +102,7 @@ func newJPEGPath(p Path) (j *jpegPath, err error) {
 				return nil, err
 			}
 		}
+		j.free <- l
 	}
 	return j, nil
 }
@@ -132,23 +142,34 @@ func (s *supporter) close() {
 	}
 }
 
-// decode decodes the listed samples into their arena slots, the lanes
-// taking a part each, and waits. bind makes the context current on a
-// lane's thread. An error leaves every listed sample to be decoded again
-// elsewhere.
+// decode decodes the listed samples into their arena slots and waits: up
+// to callLanes lanes take a part each, as many as are free (one, waited
+// for, at least: an executor never waits for a lane while it holds one, so
+// executors sharing the pool cannot deadlock). bind makes the context
+// current on a lane's thread. An error leaves every listed sample to be
+// decoded again elsewhere.
 func (j *jpegPath) decode(list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
-	k := min(len(j.lanes), max(len(list)/minPerLane, 1))
-	if k == 1 {
-		unbind, err := bind()
-		if err != nil {
-			return err
+	want := min(callLanes, max(len(list)/minPerLane, 1))
+	lanes := make([]*lane, 1, want)
+	lanes[0] = <-j.free
+fill:
+	for len(lanes) < want {
+		select {
+		case l := <-j.free:
+			lanes = append(lanes, l)
+		default:
+			break fill
 		}
-		defer unbind()
-		return j.lanes[0].decode(j.h, list, samples, base, f, gray)
 	}
+	defer func() {
+		for _, l := range lanes {
+			j.free <- l
+		}
+	}()
+	k := len(lanes)
 	per := (len(list) + k - 1) / k
 	errs := make(chan error, k)
-	for i := range k {
+	for i, l := range lanes {
 		part := list[min(i*per, len(list)):min((i+1)*per, len(list))]
 		go func() {
 			unbind, err := bind()
@@ -157,7 +178,7 @@ func (j *jpegPath) decode(list []int, samples []sample, base cuda.DevicePtr, f *
 				return
 			}
 			defer unbind()
-			errs <- j.lanes[i].decode(j.h, part, samples, base, f, gray)
+			errs <- l.decode(j.h, part, samples, base, f, gray)
 		}()
 	}
 	var first error

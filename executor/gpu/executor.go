@@ -32,9 +32,10 @@ type Options struct {
 	// Limits bound each sample; the zero value means ops.DefaultLimits.
 	Limits ops.Limits
 	// MemoryCap bounds the device memory the executor allocates itself
-	// (decoded images, descriptors, output staging); 0 means
-	// DefaultMemoryCap. A batch that needs more runs in parts; an image
-	// that alone needs more fails.
+	// (decoded images, descriptors, output staging); 0 means a
+	// sixteenth of the GPU's memory, at least MinDefaultMemoryCap. A
+	// batch that needs more runs in parts; an image that alone needs
+	// more fails. Above ArenaKeep, memory is freed after each batch.
 	MemoryCap int64
 	// HWShare is the share of hardware-decodable JPEGs sent to the JPEG
 	// engines, the rest going to the hybrid decoder; negative means
@@ -42,9 +43,16 @@ type Options struct {
 	HWShare float64
 }
 
-// DefaultMemoryCap is 1 GiB: a batch of 256 ImageNet-size photos needs
-// about 150 MiB.
-const DefaultMemoryCap = 1 << 30
+// MinDefaultMemoryCap is the default cap on a GPU of less than 16 GiB: a
+// batch of 256 ImageNet-size photos needs about 120 MiB, one of 256
+// 12-megapixel photos about 11 GiB (run in parts under the cap; an H200's
+// default of 8.8 GiB takes it in two).
+const MinDefaultMemoryCap = 1 << 30
+
+// ArenaKeep is the device memory an executor keeps between batches: what
+// a batch needs beyond it is freed when the batch is done, so that a
+// burst of large photos does not hold gigabytes for the life of the model.
+const ArenaKeep = 512 << 20
 
 // DefaultHWShare is the share of JPEGs sent to the hardware engines when
 // the GPU has them. Measured on an H200 (docs/perf.md): with one instance
@@ -91,9 +99,9 @@ type Executor struct {
 	// Events around the kernel stage: its device time for statistics.
 	evStart, evEnd cuda.Event
 	main           cuda.Stream
-	hw             *jpegPath // nil where the GPU has no JPEG engines
-	hy             *jpegPath
-	cpu            []*cpuWorker
+	svc            *service  // the GPU's decoders, shared with its other executors
+	hw             *jpegPath // svc's hardware decoder; nil without JPEG engines or with HWShare 0
+	sizers         []*sizer  // one per CPU worker thread this executor runs at once
 	mem            arena
 	desc           []byte // pinned: the batch's kernel descriptors
 	descOff        int    // arena offset of the part's descriptors
@@ -106,13 +114,17 @@ type Executor struct {
 	closed  bool
 	samples []sample
 	decoded [numPaths]atomic.Int64
+	// Images an nvJPEG path failed on as a whole and the CPU decoded
+	// again, and that path's last error: for tests and diagnosis.
+	retried   atomic.Int64
+	lastRetry error
 	nanos   [3]atomic.Int64
 	result  executor.Result
 }
 
 // New builds the executor: the pipeline's GPU form, the device's primary
-// context, streams, the kernel module, nvJPEG decoders and CPU workers.
-// Close releases all of it.
+// context, a stream, the kernel module, and a hold on the GPU's shared
+// decoders (nvJPEG and CPU workers). Close releases all of it.
 func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
 	ch, err := newChain(prog)
 	if err != nil {
@@ -123,9 +135,6 @@ func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
 	}
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
-	}
-	if opt.MemoryCap <= 0 {
-		opt.MemoryCap = DefaultMemoryCap
 	}
 	if opt.HWShare < 0 {
 		opt.HWShare = DefaultHWShare
@@ -170,21 +179,22 @@ func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
 	if e.evEnd, err = cuda.NewEvent(true); err != nil {
 		return nil, err
 	}
-	e.mem.cap = int(opt.MemoryCap)
-	if e.hy, err = newJPEGPath(PathHybrid); err != nil {
-		return nil, err
-	}
-	// Not every GPU has JPEG engines: without them the hybrid decoder
-	// takes everything.
-	if opt.HWShare > 0 {
-		e.hw, _ = newJPEGPath(PathHardware)
-	}
-	for range opt.Workers {
-		w, err := newCPUWorker(ch, opt.Limits, e.hw)
+	if e.opt.MemoryCap <= 0 {
+		_, total, err := cuda.MemGetInfo()
 		if err != nil {
 			return nil, err
 		}
-		e.cpu = append(e.cpu, w)
+		e.opt.MemoryCap = max(int64(total/16), MinDefaultMemoryCap)
+	}
+	e.mem.cap = int(e.opt.MemoryCap)
+	if e.svc, err = acquireService(opt.Device); err != nil {
+		return nil, err
+	}
+	if opt.HWShare > 0 {
+		e.hw = e.svc.hw
+	}
+	for range opt.Workers {
+		e.sizers = append(e.sizers, newSizer(ch, opt.Limits))
 	}
 	return e, nil
 }
@@ -221,8 +231,9 @@ func (e *Executor) bind() (func(), error) {
 // Device is the GPU ordinal the executor runs on.
 func (e *Executor) Device() int { return e.opt.Device }
 
-// Workers is the number of CPU decode threads.
-func (e *Executor) Workers() int { return len(e.cpu) }
+// Workers is the number of CPU decode threads the executor runs at once,
+// drawn from its GPU's shared pool.
+func (e *Executor) Workers() int { return len(e.sizers) }
 
 // SampleBytes is the byte size of one sample of output i.
 func (e *Executor) SampleBytes(i int) int { return e.slot[i] }
@@ -264,13 +275,9 @@ func (e *Executor) release() {
 	if e.main != 0 {
 		e.main.Synchronize()
 	}
-	for _, w := range e.cpu {
-		w.close()
-	}
-	for _, p := range []*jpegPath{e.hw, e.hy} {
-		if p != nil {
-			p.close()
-		}
+	if e.svc != nil {
+		e.svc.release()
+		e.svc = nil
 	}
 	e.mem.free()
 	e.freeDeviceOut()
@@ -382,7 +389,13 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 	e.parse(b)
 	t1 := time.Now()
 	e.nanos[0].Add(int64(t1.Sub(t0)))
-	// Parts that fit the memory cap, in order.
+	// Parts that fit the memory cap, in order; then what is over
+	// ArenaKeep goes back (runPart has synchronised).
+	defer func() {
+		if e.mem.size > ArenaKeep {
+			e.mem.free()
+		}
+	}()
 	for start := 0; start < n; {
 		end, err := e.layout(b, start)
 		if err != nil {

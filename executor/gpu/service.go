@@ -1,0 +1,91 @@
+package gpu
+
+import (
+	"runtime"
+	"sync"
+)
+
+// service is one GPU's decoders, shared by every executor on that GPU: the
+// hardware JPEG engines and the hybrid decoder, each a pool of lanes, and a
+// pool of CPU decode workers, one per core. Triton instances of one model,
+// and of several models, on one GPU then feed the same engines and cores
+// instead of each holding a full set and contending for the device.
+type service struct {
+	dev  int
+	refs int
+	hw   *jpegPath // nil where the GPU has no JPEG engines
+	hy   *jpegPath
+	cpu  []*cpuWorker
+	free chan *cpuWorker
+}
+
+var services = struct {
+	sync.Mutex
+	m map[int]*service
+}{m: map[int]*service{}}
+
+// acquireService returns device dev's service, made on first use. The
+// device's primary context must be current.
+func acquireService(dev int) (*service, error) {
+	services.Lock()
+	defer services.Unlock()
+	if s := services.m[dev]; s != nil {
+		s.refs++
+		return s, nil
+	}
+	s, err := newService(dev)
+	if err != nil {
+		return nil, err
+	}
+	services.m[dev] = s
+	return s, nil
+}
+
+// release drops one executor's hold; the last one frees the decoders. The
+// device's primary context must be current.
+func (s *service) release() {
+	services.Lock()
+	defer services.Unlock()
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	delete(services.m, s.dev)
+	s.close()
+}
+
+func newService(dev int) (s *service, err error) {
+	s = &service{dev: dev, refs: 1}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.hy, err = newJPEGPath(PathHybrid, hybridLanes); err != nil {
+		return nil, err
+	}
+	// Not every GPU has JPEG engines: without them the hybrid decoder
+	// takes everything.
+	s.hw, _ = newJPEGPath(PathHardware, 0)
+	n := runtime.GOMAXPROCS(0)
+	s.free = make(chan *cpuWorker, n)
+	for range n {
+		w, err := newCPUWorker(s.hw)
+		if err != nil {
+			return nil, err
+		}
+		s.cpu = append(s.cpu, w)
+		s.free <- w
+	}
+	return s, nil
+}
+
+func (s *service) close() {
+	for _, w := range s.cpu {
+		w.close()
+	}
+	for _, p := range []*jpegPath{s.hw, s.hy} {
+		if p != nil {
+			p.close()
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package gpu
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/sluice-dev/sluice/internal/gputest"
+)
+
+// TestGPUSharedService runs two executors of different pipelines on one GPU
+// at once: they share one decode service, each gets the outputs it gets
+// alone, and the service is gone once both are closed.
+func TestGPUSharedService(t *testing.T) {
+	gputest.Require(t)
+	var imgs [][]byte
+	for _, f := range corpusFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, b)
+	}
+	texts := []string{
+		fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", ""),
+		fmt.Sprintf(letterbox, "nearest", "FP16"),
+	}
+	in := [][][]byte{imgs}
+	// Alone, one after the other.
+	alone := make([][][]byte, len(texts))
+	alonePaths := make([][]Path, len(texts))
+	for i, text := range texts {
+		e, err := New(compile(t, text), Options{HWShare: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range r.Outputs {
+			alone[i] = append(alone[i], slices.Clone(o.Data))
+		}
+		alonePaths[i] = paths(e)
+		if n := e.retried.Load(); n > 0 {
+			t.Errorf("pipeline %d alone: %d images decoded again on the CPU after %v", i, n, e.lastRetry)
+		}
+		e.Close()
+	}
+	if n := serviceCount(); n != 0 {
+		t.Fatalf("%d decode services left after closing every executor", n)
+	}
+
+	execs := make([]*Executor, len(texts))
+	for i, text := range texts {
+		e, err := New(compile(t, text), Options{HWShare: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs[i] = e
+	}
+	if execs[0].svc != execs[1].svc {
+		t.Fatal("two executors on GPU 0 have their own decode services")
+	}
+	var wg sync.WaitGroup
+	for i, e := range execs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 3 {
+				r, err := e.Run(in)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for k, o := range r.Outputs {
+					if bytes.Equal(o.Data, alone[i][k]) {
+						continue
+					}
+					sz := e.SampleBytes(k)
+					got := paths(e)
+					for s := range len(imgs) {
+						if !bytes.Equal(o.Data[s*sz:(s+1)*sz], alone[i][k][s*sz:(s+1)*sz]) {
+							t.Errorf("pipeline %d, round %d: output %s of sample %d differs from the executor's output alone (decoded by %v, alone by %v)",
+								i, round, o.Name, s, got[s], alonePaths[i][s])
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, e := range execs {
+		if n := e.retried.Load(); n > 0 {
+			t.Errorf("pipeline %d: %d images decoded again on the CPU after %v", i, n, e.lastRetry)
+		}
+	}
+	execs[0].Close()
+	if n := serviceCount(); n != 1 {
+		t.Errorf("%d decode services with one executor open, want 1", n)
+	}
+	execs[1].Close()
+	if n := serviceCount(); n != 0 {
+		t.Errorf("%d decode services after closing every executor, want 0", n)
+	}
+}
+
+func serviceCount() int {
+	services.Lock()
+	defer services.Unlock()
+	return len(services.m)
+}
+
+// paths lists the decoder of each sample of e's last batch.
+func paths(e *Executor) []Path {
+	p := make([]Path, len(e.samples))
+	for s := range e.samples {
+		p[s] = e.samples[s].path
+	}
+	return p
+}
