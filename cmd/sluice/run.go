@@ -43,7 +43,7 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		maxPixels: fs.Int("max-pixels", ops.DefaultLimits.MaxPixels, "largest decoded image, in pixels"),
 		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
 		gpu:       fs.Int("gpu", -1, "run on this GPU (device ordinal) instead of the CPU"),
-		gpuMem:    fs.Int64("gpu-mem", gpu.DefaultMemoryCap, "with --gpu: device memory cap for a batch, in bytes"),
+		gpuMem:    fs.Int64("gpu-mem", 0, "with --gpu: device memory cap for a batch, in bytes (0: a sixteenth of the GPU's memory, at least 1 GiB)"),
 		hwShare:   fs.Float64("hw-share", gpu.DefaultHWShare, "with --gpu: share of JPEGs sent to the hardware JPEG engines"),
 	}
 }
