@@ -70,7 +70,7 @@ type ImageStats struct {
 }
 
 // DecodePaths names the decoders of a GPU instance, as in ImageStats.Decoded.
-var DecodePaths = [...]string{gpu.PathHardware.String(), gpu.PathHybrid.String(), gpu.PathCPU.String()}
+var DecodePaths = [...]string{gpu.PathHardware.String(), gpu.PathHybrid.String(), gpu.PathCPU.String(), gpu.PathCPUHuffman.String()}
 
 // causeIndex is c's index in Causes.
 func causeIndex(c ops.Cause) int {

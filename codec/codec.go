@@ -100,6 +100,12 @@ func (h Header) HuffmanSequential() bool {
 	return (h.jpeg.sof == 0xC0 || h.jpeg.sof == 0xC1) && (h.jpeg.components == 1 || h.jpeg.components == 3)
 }
 
+// HuffmanProgressive reports a progressive JPEG with Huffman coding of 1 or
+// 3 components: what nvJPEG's CPU-Huffman decoder takes.
+func (h Header) HuffmanProgressive() bool {
+	return h.jpeg.sof == 0xC2 && (h.jpeg.components == 1 || h.jpeg.components == 3)
+}
+
 // Components is a JPEG's colour component count; 0 for other formats.
 func (h Header) Components() int { return h.jpeg.components }
 

@@ -97,18 +97,25 @@ func (e *Executor) parse(b *batch) {
 // executor's CUDA context current.
 var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
 
-// route picks the decoder for a sample whose header was read: nvJPEG for
-// Huffman-coded sequential JPEGs whose chroma layout libjpeg's upsampling
-// (which the conversion kernel follows) covers, the CPU for the rest. Every
+// route picks the decoder for a sample whose header was read: nvJPEG's
+// batched decoders for Huffman-coded sequential JPEGs and its decoupled one
+// for progressive JPEGs, where the chroma layout is one libjpeg's
+// upsampling (which the conversion kernel follows) covers; the CPU for the
+// rest. Every
 // path writes interleaved RGB, but for a PNG's alpha when the pipeline
 // keeps it and for greyscale JPEGs, whose luma plane is the image.
 func (e *Executor) route(w *cpuWorker, smp *sample) {
 	smp.path, smp.c = PathCPU, 3
-	if smp.hdr.Format != "JPEG" {
+	var path Path
+	switch {
+	case smp.hdr.Format != "JPEG":
 		smp.c = e.ch.srcC
 		return
-	}
-	if !smp.hdr.HuffmanSequential() {
+	case smp.hdr.HuffmanSequential():
+		path = PathHybrid
+	case smp.hdr.HuffmanProgressive() && w.huff != nil:
+		path = PathCPUHuffman
+	default:
 		return
 	}
 	info, err := e.svc.hy.h.ImageInfo(smp.src)
@@ -121,11 +128,11 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
 		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
 		// with driver 580): only colour goes to the engines.
-		smp.hw = e.hw != nil && w.hw.supported(smp.src)
+		smp.hw = path == PathHybrid && e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
 	}
-	smp.path, smp.sub = PathHybrid, info.Subsampling
+	smp.path, smp.sub = path, info.Subsampling
 }
 
 // sideBlock is where sample s's side outputs bound for device memory
@@ -207,7 +214,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		smp := &e.samples[s]
 		switch {
 		case smp.failed:
-		case smp.path == PathCPU:
+		case smp.path == PathCPU, smp.path == PathCPUHuffman:
 			cpuList = append(cpuList, s)
 		case smp.hw && e.hw != nil:
 			hwList = append(hwList, s)
@@ -240,9 +247,8 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			if err := e.decodeOn(job.p, job.list); err != nil {
 				mu.Lock()
 				retry = append(retry, job.list...)
-				e.retried.Add(int64(len(job.list)))
-				e.lastRetry = err
 				mu.Unlock()
+				e.noteRetry(len(job.list), err)
 			}
 		}()
 	}
@@ -282,18 +288,38 @@ func (e *Executor) decodeOn(p *jpegPath, list []int) error {
 	return p.decode(list, e.samples, e.mem.base, e.fused, e.ch.color == ops.Gray, e.bind)
 }
 
-// decodeCPU decodes the listed samples with libjpeg-turbo (or the PNG
-// decoder) on the workers and uploads them through pinned memory.
+// decodeCPU decodes the listed samples on the CPU workers: with
+// libjpeg-turbo (or the PNG decoder), uploaded through pinned memory, or
+// through nvJPEG's decoupled decoder, which falls back to the former.
 func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
 	}
+	gray := e.ch.color == ops.Gray
 	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
-		if err := w.decode(&e.samples[s], e.ch.color, e.opt.Limits, e.mem.base); err != nil {
+		smp := &e.samples[s]
+		if smp.path == PathCPUHuffman && w != nil {
+			err := w.decodeHuffman(smp, e.mem.base, e.fused, gray)
+			if err == nil {
+				return
+			}
+			e.noteRetry(1, err)
+			smp.path = PathCPU
+		}
+		if err := w.decode(smp, e.ch.color, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)
 		}
 	})
+}
+
+// noteRetry counts n images an nvJPEG decoder failed on, now decoded on
+// the CPU, and keeps the error.
+func (e *Executor) noteRetry(n int, err error) {
+	e.retried.Add(int64(n))
+	e.retryMu.Lock()
+	e.lastRetry = err
+	e.retryMu.Unlock()
 }
 
 // parallel runs fn for 0..n-1 on up to Workers threads, each with a CPU

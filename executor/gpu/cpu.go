@@ -13,11 +13,12 @@ import (
 type cpuWorker struct {
 	dec    *codec.Decoder
 	hw     *supporter // nil without the hardware decoder
+	huff   *huffState // nil without the decoupled decoder
 	stream cuda.Stream
 	pinned []byte
 }
 
-func newCPUWorker(hw *jpegPath) (*cpuWorker, error) {
+func newCPUWorker(hw *jpegPath, huff *huffman) (*cpuWorker, error) {
 	s, err := cuda.NewStream()
 	if err != nil {
 		return nil, err
@@ -25,6 +26,12 @@ func newCPUWorker(hw *jpegPath) (*cpuWorker, error) {
 	w := &cpuWorker{dec: codec.NewDecoder(), stream: s}
 	if hw != nil {
 		if w.hw, err = hw.newSupporter(); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
+	if huff != nil {
+		if w.huff, err = huff.newState(); err != nil {
 			w.close()
 			return nil, err
 		}
@@ -134,6 +141,7 @@ func (w *cpuWorker) freePinned() {
 func (w *cpuWorker) close() {
 	w.dec.Close()
 	w.hw.close()
+	w.huff.close()
 	w.freePinned()
 	if w.stream != 0 {
 		w.stream.Destroy()

@@ -34,13 +34,93 @@ type lane struct {
 	data   nvjpeg.Bitstreams
 	imgs   []nvjpeg.Image
 	inited int // batch size of the last BatchedInitialize
+	conv   yccConv
+}
 
-	// Colour images come out of nvJPEG as YCbCr planes; a kernel turns
-	// them into interleaved RGB with libjpeg's upsampling and colour
-	// conversion, so that GPU and CPU decodes differ only by the IDCT.
-	ycc     []kernels.YCC
-	yccHost []byte // pinned copy of ycc
-	yccDev  cuda.DevicePtr
+// yccConv turns the YCbCr planes nvJPEG decodes colour images to into
+// interleaved RGB with libjpeg's upsampling and colour conversion, so that
+// GPU and CPU decodes differ only by the IDCT: one kernel launch for the
+// images gathered.
+type yccConv struct {
+	ycc        []kernels.YCC
+	host       []byte // pinned copy of ycc
+	dev        cuda.DevicePtr
+	maxW, maxH int
+}
+
+// planes returns where nvJPEG writes sample smp (its planes in the arena
+// at base, or for a greyscale JPEG the image itself) and, for a colour
+// image in a colour pipeline, adds its conversion. A grey pipeline reads
+// the luma plane as the image, as libjpeg does.
+func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, gray bool) nvjpeg.Image {
+	var img nvjpeg.Image
+	if smp.sub == nvjpeg.CSSGray {
+		img.Channel[0] = uintptr(base) + uintptr(smp.off)
+		img.Pitch[0] = uint64(smp.w)
+		return img
+	}
+	sx, sy := subsampling(smp.sub)
+	cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
+	y := uintptr(base) + uintptr(smp.planes)
+	cb := y + uintptr(alignUp(smp.w*smp.h))
+	cr := cb + uintptr(alignUp(cw*ch))
+	img.Channel = [4]uintptr{y, cb, cr}
+	img.Pitch = [4]uint64{uint64(smp.w), uint64(cw), uint64(cw)}
+	if gray {
+		smp.off, smp.c = smp.planes, 1
+		return img
+	}
+	c.ycc = append(c.ycc, kernels.YCC{
+		Y: uint64(y), Cb: uint64(cb), Cr: uint64(cr), Dst: uint64(base) + uint64(smp.off),
+		W: int32(smp.w), H: int32(smp.h), YPitch: int32(smp.w), CPitch: int32(cw),
+		CW: int32(cw), CH: int32(ch), SubX: int32(sx), SubY: int32(sy), DstPitch: int32(smp.w * 3),
+	})
+	c.maxW, c.maxH = max(c.maxW, smp.w), max(c.maxH, smp.h)
+	return img
+}
+
+// reset forgets the images gathered.
+func (c *yccConv) reset() { c.ycc, c.maxW, c.maxH = c.ycc[:0], 0, 0 }
+
+// launch converts the images gathered, on stream s, after what s has
+// queued already (their decode).
+func (c *yccConv) launch(f *kernels.Fused, s cuda.Stream) error {
+	if len(c.ycc) == 0 {
+		return nil
+	}
+	for i := range c.ycc {
+		if err := c.ycc[i].Check(); err != nil {
+			return err
+		}
+	}
+	b := kernels.YCCBytes(c.ycc)
+	if len(c.host) < len(b) {
+		c.free()
+		n := max(len(b)*2, 4096)
+		var err error
+		if c.host, err = cuda.MemHostAlloc(n); err != nil {
+			return err
+		}
+		if c.dev, err = cuda.MemAlloc(n); err != nil {
+			return err
+		}
+	}
+	copy(c.host, b)
+	if err := cuda.MemcpyHtoDAsync(c.dev, c.host[:len(b)], s); err != nil {
+		return err
+	}
+	return f.LaunchYCC(s, c.dev, len(c.ycc), c.maxW, c.maxH)
+}
+
+func (c *yccConv) free() {
+	if c.host != nil {
+		cuda.MemFreeHost(c.host)
+		c.host = nil
+	}
+	if c.dev != 0 {
+		cuda.MemFree(c.dev)
+		c.dev = 0
+	}
 }
 
 // The hybrid decoder's lanes on one GPU, and the smallest part of a batch
@@ -213,39 +293,15 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 		l.pinned = p
 	}
 	l.data.Reset()
-	l.imgs, l.ycc = l.imgs[:0], l.ycc[:0]
-	off, maxW, maxH := 0, 0, 0
+	l.imgs = l.imgs[:0]
+	l.conv.reset()
+	off := 0
 	for _, s := range list {
 		smp := &samples[s]
 		n := copy(l.pinned[off:], smp.src)
 		l.data.Add(l.pinned[off : off+n])
 		off += n
-		var img nvjpeg.Image
-		if smp.sub == nvjpeg.CSSGray {
-			// The luma plane is the image: one channel, read as grey.
-			img.Channel[0] = uintptr(base) + uintptr(smp.off)
-			img.Pitch[0] = uint64(smp.w)
-			l.imgs = append(l.imgs, img)
-			continue
-		}
-		sx, sy := subsampling(smp.sub)
-		cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
-		y := uintptr(base) + uintptr(smp.planes)
-		cb := y + uintptr(alignUp(smp.w*smp.h))
-		cr := cb + uintptr(alignUp(cw*ch))
-		img.Channel = [4]uintptr{y, cb, cr}
-		img.Pitch = [4]uint64{uint64(smp.w), uint64(cw), uint64(cw)}
-		l.imgs = append(l.imgs, img)
-		if gray {
-			smp.off, smp.c = smp.planes, 1
-			continue
-		}
-		l.ycc = append(l.ycc, kernels.YCC{
-			Y: uint64(y), Cb: uint64(cb), Cr: uint64(cr), Dst: uint64(base) + uint64(smp.off),
-			W: int32(smp.w), H: int32(smp.h), YPitch: int32(smp.w), CPitch: int32(cw),
-			CW: int32(cw), CH: int32(ch), SubX: int32(sx), SubY: int32(sy), DstPitch: int32(smp.w * 3),
-		})
-		maxW, maxH = max(maxW, smp.w), max(maxH, smp.h)
+		l.imgs = append(l.imgs, l.conv.planes(smp, base, gray))
 	}
 	if l.inited != len(list) {
 		if err := h.BatchedInitialize(l.st, len(list), 1, nvjpeg.OutputYUV); err != nil {
@@ -258,49 +314,10 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 		l.stream.Synchronize()
 		return err
 	}
-	if len(l.ycc) > 0 {
-		for i := range l.ycc {
-			if err := l.ycc[i].Check(); err != nil {
-				return err
-			}
-		}
-		if err := l.uploadYCC(); err != nil {
-			return err
-		}
-		if err := f.LaunchYCC(l.stream, l.yccDev, len(l.ycc), maxW, maxH); err != nil {
-			return err
-		}
+	if err := l.conv.launch(f, l.stream); err != nil {
+		return err
 	}
 	return l.stream.Synchronize()
-}
-
-// uploadYCC copies the conversion descriptors to the device.
-func (l *lane) uploadYCC() error {
-	b := kernels.YCCBytes(l.ycc)
-	if len(l.yccHost) < len(b) {
-		l.freeYCC()
-		n := max(len(b)*2, 4096)
-		var err error
-		if l.yccHost, err = cuda.MemHostAlloc(n); err != nil {
-			return err
-		}
-		if l.yccDev, err = cuda.MemAlloc(n); err != nil {
-			return err
-		}
-	}
-	copy(l.yccHost, b)
-	return cuda.MemcpyHtoDAsync(l.yccDev, l.yccHost[:len(b)], l.stream)
-}
-
-func (l *lane) freeYCC() {
-	if l.yccHost != nil {
-		cuda.MemFreeHost(l.yccHost)
-		l.yccHost = nil
-	}
-	if l.yccDev != 0 {
-		cuda.MemFree(l.yccDev)
-		l.yccDev = 0
-	}
 }
 
 // subsampling gives the chroma subsampling factors across and down.
@@ -336,7 +353,7 @@ func (l *lane) close() {
 		cuda.MemFreeHost(l.pinned)
 		l.pinned = nil
 	}
-	l.freeYCC()
+	l.conv.free()
 	if l.stream != 0 {
 		l.stream.Destroy()
 	}

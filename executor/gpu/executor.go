@@ -71,13 +71,14 @@ type Dest struct {
 type Path int
 
 const (
-	PathHardware Path = iota
-	PathHybrid
-	PathCPU
+	PathHardware   Path = iota // nvJPEG's hardware engines
+	PathHybrid                 // nvJPEG's GPU hybrid decoder: Huffman on the GPU
+	PathCPU                    // libjpeg-turbo or the PNG decoder, uploaded
+	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU thread, the rest on the GPU
 	numPaths
 )
 
-func (p Path) String() string { return [...]string{"hardware", "hybrid", "cpu"}[p] }
+func (p Path) String() string { return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman"}[p] }
 
 // Steps are the stages a batch goes through, for per-stage timing: header
 // parsing and routing (host), decoding on every path (host clock, until the
@@ -117,9 +118,10 @@ type Executor struct {
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.
 	retried   atomic.Int64
+	retryMu   sync.Mutex
 	lastRetry error
-	nanos   [3]atomic.Int64
-	result  executor.Result
+	nanos     [3]atomic.Int64
+	result    executor.Result
 }
 
 // New builds the executor: the pipeline's GPU form, the device's primary

@@ -15,6 +15,9 @@ type service struct {
 	refs int
 	hw   *jpegPath // nil where the GPU has no JPEG engines
 	hy   *jpegPath
+	// The decoupled decoder the CPU workers run progressive JPEGs
+	// through; nil where nvJPEG lacks it.
+	huff *huffman
 	cpu  []*cpuWorker
 	free chan *cpuWorker
 }
@@ -66,10 +69,12 @@ func newService(dev int) (s *service, err error) {
 	// Not every GPU has JPEG engines: without them the hybrid decoder
 	// takes everything.
 	s.hw, _ = newJPEGPath(PathHardware, 0)
+	// Without it progressive JPEGs decode on the CPU alone.
+	s.huff, _ = newHuffman()
 	n := runtime.GOMAXPROCS(0)
 	s.free = make(chan *cpuWorker, n)
 	for range n {
-		w, err := newCPUWorker(s.hw)
+		w, err := newCPUWorker(s.hw, s.huff)
 		if err != nil {
 			return nil, err
 		}
@@ -88,4 +93,5 @@ func (s *service) close() {
 			p.close()
 		}
 	}
+	s.huff.close()
 }

@@ -169,6 +169,12 @@ func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
 	if err := stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
+	checkRGB(t, out, w, ht, ref)
+}
+
+// checkRGB compares an interleaved RGB decode with the standard library's.
+func checkRGB(t *testing.T, out []byte, w, ht int, ref *image.RGBA) {
+	t.Helper()
 	var sum int
 	for y := range ht {
 		for x := range w {
@@ -178,9 +184,70 @@ func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
 			}
 		}
 	}
-	mean := float64(sum) / float64(n)
+	mean := float64(sum) / float64(w*ht*3)
 	t.Logf("mean |nvJPEG - image/jpeg| = %.3f", mean)
 	if mean > 2 {
 		t.Errorf("mean abs difference from the standard library's decode = %.3f, want <= 2", mean)
+	}
+}
+
+// TestGPUDecoupled decodes through the decoupled API: Huffman on this
+// thread, the rest on the GPU.
+func TestGPUDecoupled(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	gpu(t)
+	if !Decoupled() {
+		t.Skip("this nvJPEG has no decoupled API")
+	}
+	data, ref := gradient(t)
+	h, err := NewHandle(Hybrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	dec, err := h.NewDecoder(Hybrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	st, err := dec.NewState(OutputRGBI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stream, err := cuda.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	w, ht := ref.Rect.Dx(), ref.Rect.Dy()
+	n := w * ht * 3
+	dev, err := cuda.MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.MemFree(dev)
+	out, err := cuda.MemHostAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.MemFreeHost(out)
+	dst := Image{Channel: [4]uintptr{uintptr(dev)}, Pitch: [4]uint64{uint64(w * 3)}}
+	for range 2 { // the second time on a used state
+		clear(out)
+		if err := st.Decode(data, &dst, stream); err != nil {
+			t.Fatal(err)
+		}
+		if err := cuda.MemcpyDtoHAsync(out[:n], dev, stream); err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		checkRGB(t, out, w, ht, ref)
+	}
+	if err := st.Decode(data[:len(data)/2], &dst, stream); err == nil {
+		t.Error("half a JPEG decoded without an error")
 	}
 }

@@ -158,6 +158,24 @@ var (
 	nvjpegDecodeBatchedSupported   func(h, j uintptr, unsupported *int32) int32
 	nvjpegGetHardwareDecoderInfo   func(h uintptr, engines, cores *uint32) int32
 	nvjpegDecodeBatchedPreAllocate func(h, s uintptr, batch, width, height, css, format int32) int32
+
+	// The decoupled decode (decoupled.go).
+	nvjpegDecoderCreate               func(h uintptr, b int32, d *uintptr) int32
+	nvjpegDecoderDestroy              func(d uintptr) int32
+	nvjpegDecoderJpegSupported        func(d, j, p uintptr, supported *int32) int32
+	nvjpegDecoderStateCreate          func(h, d uintptr, s *uintptr) int32
+	nvjpegBufferPinnedCreate          func(h uintptr, alloc unsafe.Pointer, b *uintptr) int32
+	nvjpegBufferPinnedDestroy         func(b uintptr) int32
+	nvjpegBufferDeviceCreate          func(h uintptr, alloc unsafe.Pointer, b *uintptr) int32
+	nvjpegBufferDeviceDestroy         func(b uintptr) int32
+	nvjpegStateAttachPinnedBuffer     func(s, b uintptr) int32
+	nvjpegStateAttachDeviceBuffer     func(s, b uintptr) int32
+	nvjpegDecodeParamsCreate          func(h uintptr, p *uintptr) int32
+	nvjpegDecodeParamsDestroy         func(p uintptr) int32
+	nvjpegDecodeParamsSetOutputFormat func(p uintptr, f int32) int32
+	nvjpegDecodeJpegHost              func(h, d, s, p, j uintptr) int32
+	nvjpegDecodeJpegTransferToDevice  func(h, d, s, j, stream uintptr) int32
+	nvjpegDecodeJpegDevice            func(h, d, s uintptr, dst *Image, stream uintptr) int32
 )
 
 type symbol struct {
@@ -188,6 +206,23 @@ func symbols() []symbol {
 		// as one and the hardware state grows its buffers on first use.
 		{&nvjpegGetHardwareDecoderInfo, "nvjpegGetHardwareDecoderInfo", true},
 		{&nvjpegDecodeBatchedPreAllocate, "nvjpegDecodeBatchedPreAllocate", true},
+		// The decoupled decode: without it, Decoupled reports unavailable.
+		{&nvjpegDecoderCreate, "nvjpegDecoderCreate", true},
+		{&nvjpegDecoderDestroy, "nvjpegDecoderDestroy", true},
+		{&nvjpegDecoderJpegSupported, "nvjpegDecoderJpegSupported", true},
+		{&nvjpegDecoderStateCreate, "nvjpegDecoderStateCreate", true},
+		{&nvjpegBufferPinnedCreate, "nvjpegBufferPinnedCreate", true},
+		{&nvjpegBufferPinnedDestroy, "nvjpegBufferPinnedDestroy", true},
+		{&nvjpegBufferDeviceCreate, "nvjpegBufferDeviceCreate", true},
+		{&nvjpegBufferDeviceDestroy, "nvjpegBufferDeviceDestroy", true},
+		{&nvjpegStateAttachPinnedBuffer, "nvjpegStateAttachPinnedBuffer", true},
+		{&nvjpegStateAttachDeviceBuffer, "nvjpegStateAttachDeviceBuffer", true},
+		{&nvjpegDecodeParamsCreate, "nvjpegDecodeParamsCreate", true},
+		{&nvjpegDecodeParamsDestroy, "nvjpegDecodeParamsDestroy", true},
+		{&nvjpegDecodeParamsSetOutputFormat, "nvjpegDecodeParamsSetOutputFormat", true},
+		{&nvjpegDecodeJpegHost, "nvjpegDecodeJpegHost", true},
+		{&nvjpegDecodeJpegTransferToDevice, "nvjpegDecodeJpegTransferToDevice", true},
+		{&nvjpegDecodeJpegDevice, "nvjpegDecodeJpegDevice", true},
 	}
 }
 
