@@ -8,14 +8,24 @@ import (
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
-// huffman is nvJPEG's decoupled decoder for progressive JPEGs, which no
+// huffman is nvJPEG's decoupled decoders for progressive JPEGs, which no
 // batched decoder takes: each CPU worker Huffman-decodes one image on its
 // own thread, and the GPU does the inverse DCT; libjpeg-turbo alone would
-// do both on the CPU.
+// do both on the CPU. A large image's Huffman decoding on one thread would
+// hold its whole batch back (a 16-megapixel progressive JPEG takes about
+// 0.25 s), so images of more than gpuHuffmanPixels go to the GPU hybrid
+// decoupled decoder, which decodes Huffman codes on the GPU, where it
+// takes them.
 type huffman struct {
-	h   *nvjpeg.Handle
-	dec *nvjpeg.Decoder
+	h      *nvjpeg.Handle
+	dec    *nvjpeg.Decoder
+	gpuDec *nvjpeg.Decoder // nil where nvJPEG lacks it
 }
+
+// gpuHuffmanPixels is where the GPU's Huffman decoding takes over (DALI's
+// hybrid_huffman_threshold default); SLUICE_GPU_HUFFMAN_PIXELS overrides it
+// for measurements.
+var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
 
 func newHuffman() (hf *huffman, err error) {
 	if !nvjpeg.Decoupled() {
@@ -33,6 +43,7 @@ func newHuffman() (hf *huffman, err error) {
 	if hf.dec, err = hf.h.NewDecoder(nvjpeg.Hybrid); err != nil {
 		return nil, err
 	}
+	hf.gpuDec, _ = hf.h.NewDecoder(nvjpeg.GPUHybrid)
 	return hf, nil
 }
 
@@ -40,6 +51,7 @@ func (hf *huffman) close() {
 	if hf == nil {
 		return
 	}
+	hf.gpuDec.Close()
 	hf.dec.Close()
 	hf.h.Close()
 }
@@ -49,6 +61,7 @@ func (hf *huffman) close() {
 type huffState struct {
 	hf   *huffman
 	st   *nvjpeg.DecoupledState
+	gpu  *nvjpeg.DecoupledState // of gpuDec; nil without it
 	conv yccConv
 }
 
@@ -57,7 +70,11 @@ func (hf *huffman) newState() (*huffState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &huffState{hf: hf, st: st}, nil
+	s := &huffState{hf: hf, st: st}
+	if hf.gpuDec != nil {
+		s.gpu, _ = hf.gpuDec.NewState(nvjpeg.OutputYUV)
+	}
+	return s, nil
 }
 
 func (s *huffState) close() {
@@ -65,6 +82,7 @@ func (s *huffState) close() {
 		return
 	}
 	s.st.Close()
+	s.gpu.Close()
 	s.conv.free()
 }
 
@@ -75,7 +93,17 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	s := w.huff
 	s.conv.reset()
 	img := s.conv.planes(smp, base, gray)
-	err := s.st.Decode(smp.src, &img, w.stream)
+	st, dec := &s.st, s.hf.dec
+	if s.gpu != nil && smp.w*smp.h > gpuHuffmanPixels {
+		st, dec = &s.gpu, s.hf.gpuDec
+	}
+	err := (*st).Decode(smp.src, &img, w.stream)
+	if err != nil && *st == s.gpu {
+		// Not every stream suits the GPU's Huffman decoding: the CPU's
+		// then, on the other state.
+		st, dec = &s.st, s.hf.dec
+		err = (*st).Decode(smp.src, &img, w.stream)
+	}
 	if err == nil {
 		err = s.conv.launch(f, w.stream)
 	}
@@ -84,9 +112,9 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	}
 	if smp.w*smp.h*3 > pinnedKeep {
 		// nvJPEG's buffers only grow: a large image's go with a new state.
-		if st, nerr := s.hf.dec.NewState(nvjpeg.OutputYUV); nerr == nil {
-			s.st.Close()
-			s.st = st
+		if n, nerr := dec.NewState(nvjpeg.OutputYUV); nerr == nil {
+			(*st).Close()
+			*st = n
 		}
 	}
 	return err
