@@ -200,7 +200,7 @@ func (inst *Instance) placeAll(n int, resps []Response) {
 		inst.log.Error("sluice: placing outputs panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 		for ; i < len(inst.reqs); i++ {
 			if r := &inst.reqs[i]; !r.failed {
-				inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)})
+				inst.fail(i, panicError(p))
 				inst.resp.toScratch(r.start, r.n, n)
 			}
 		}
@@ -273,7 +273,7 @@ func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
 	inst.log.Error("sluice Execute panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 	for i := range errs {
 		if i >= len(inst.reqs) || !inst.reqs[i].answered {
-			errs[i] = &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
+			errs[i] = panicError(p)
 		}
 	}
 	t := inst.model.now()
@@ -282,6 +282,11 @@ func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
 			*ts = t
 		}
 	}
+}
+
+// panicError is the error of the requests a panic left unanswered.
+func panicError(p any) error {
+	return &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
 }
 
 // zeroed returns s with length n, reusing its array when large enough,
