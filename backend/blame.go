@@ -10,15 +10,17 @@ import (
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
-// blame names, for a node that failed on a sample, the request input whose
+// blame names, for a step that failed on a sample, the request input whose
 // image it was working on: a client sees "IMAGE element 3: truncated",
 // not a node of a pipeline it has never read.
 type blame struct {
-	all    string            // every input, for nodes not found
-	byNode map[string]string // node name → the inputs it depends on
+	all    string            // every input, for steps not found
+	byNode map[string]string // node or step name → the inputs it depends on
 }
 
-func newBlame(prog *pipeline.Compiled) blame {
+// newBlame maps prog's nodes and the executor's fused steps, which read
+// their first node's inputs, to the inputs they depend on.
+func newBlame(prog *pipeline.Compiled, steps []executor.Step) blame {
 	b := blame{all: strings.Join(prog.Inputs, "/"), byNode: map[string]string{}}
 	// deps[i] is the set of pipeline inputs node i reads, directly or not,
 	// as a bit set in input order. Nodes are topologically sorted.
@@ -45,19 +47,21 @@ func newBlame(prog *pipeline.Compiled) blame {
 			b.byNode[nd.Name] = strings.Join(names, "/")
 		}
 	}
+	for _, st := range steps {
+		if len(st.Nodes) < 2 {
+			continue
+		}
+		if s, ok := b.byNode[st.Nodes[0]]; ok {
+			b.byNode[st.Name] = s
+		}
+	}
 	return b
 }
 
-// input returns the input name(s) to blame for a failure at node. The
-// executor names a fused step "a+b"; its inputs are a's.
-func (b blame) input(node string) string {
-	if s, ok := b.byNode[node]; ok {
+// input returns the input name(s) to blame for a failure at a step.
+func (b blame) input(step string) string {
+	if s, ok := b.byNode[step]; ok {
 		return s
-	}
-	if first, _, ok := strings.Cut(node, "+"); ok {
-		if s, ok := b.byNode[first]; ok {
-			return s
-		}
 	}
 	return b.all
 }

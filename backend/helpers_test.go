@@ -258,7 +258,7 @@ func (r *fakeResponse) reset() {
 // images of input 0, returning output o of sample i.
 type reference struct {
 	t    testing.TB
-	exec *executor.Executor
+	exec *executor.CPU
 }
 
 func newReference(t testing.TB, m *Model) *reference {

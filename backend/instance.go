@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/executor"
-	"github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -16,34 +15,22 @@ import (
 // Execute calls, which are reused from call to call.
 type Instance struct {
 	Name   string
-	Kind   string // as asked for: KIND_CPU, KIND_AUTO or KIND_MODEL
+	Kind   string // as asked for: KIND_CPU, KIND_GPU, KIND_AUTO or KIND_MODEL
 	Device int
 
 	model *Model
 	log   *zap.Logger
+	blame blame // which input a failed step read, for error messages
 
 	mu     sync.Mutex // serialises Execute and Close
 	closed bool
-	exec   *executor.Executor // KIND_CPU
-	gpu    *gpu.Executor      // KIND_GPU
+	exec   executor.Executor
 	col    *collector
 	resp   *responder
 	reqs   []reqState
 	sample []error // per sample of the batch, from the executor
 	errs   []error // per request, returned by Execute
-
-	// Per-operator time: the executor's cumulative counters at the last
-	// Execute, and this Execute's share, which BatchStats.Ops points into.
-	opTotal []int64
-	opNow   []int64
-	ops     []OpTime
-
-	// GPU instances: where each sample of each output goes, a host
-	// buffer for the samples of requests whose outputs could not be
-	// placed, and the decoder counts at the last Execute.
-	dst      [][]gpu.Dest
-	scratch  [][]byte
-	decTotal [len(DecodePaths)]int64
+	counts counters
 }
 
 // reqState is one request's place in the batch and its fate.
@@ -55,10 +42,14 @@ type reqState struct {
 
 // NewInstance makes an instance of the given kind (Triton's
 // TRITONSERVER_InstanceGroupKindString): KIND_GPU runs the GPU executor on
-// the given device; KIND_CPU, KIND_AUTO and KIND_MODEL run on the CPU.
+// the given device, which a program must link in (cgo imports
+// executor/gpu); KIND_CPU, KIND_AUTO and KIND_MODEL run on the CPU.
 func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
+	execKind, outDevice := executor.KindCPU, -1
 	switch kind {
-	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL", "KIND_GPU":
+	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL":
+	case "KIND_GPU":
+		execKind, outDevice = executor.KindGPU, device
 	default:
 		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use KIND_CPU or KIND_GPU", name, kind)}
 	}
@@ -69,56 +60,36 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
 	}
+	exec, err := executor.Open(execKind, prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits,
+		Device: device, MemoryCap: m.Params.GPUMemory, HWShare: m.Params.HWShare})
+	if err != nil {
+		if kind == "KIND_GPU" {
+			return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s (KIND_GPU, device %d): %v", name, device, err)}
+		}
+		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
+	}
 	inst := &Instance{
 		Name:   name,
 		Kind:   kind,
 		Device: device,
 		model:  m,
 		log:    m.log.With(zap.String("instance", name)),
+		blame:  newBlame(prog, exec.Steps()),
+		exec:   exec,
 		col:    newCollector(newCollectInputs(m.Inputs), m.MaxBatchSize),
-	}
-	var steps []string
-	var sampleBytes func(int) int
-	if kind == "KIND_GPU" {
-		g, err := gpu.New(prog, gpu.Options{Device: device, Workers: m.Params.Workers, Limits: m.Params.Limits,
-			MemoryCap: m.Params.GPUMemory, HWShare: m.Params.HWShare})
-		if err != nil {
-			return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s (KIND_GPU, device %d): %v", name, device, err)}
-		}
-		inst.gpu, steps, sampleBytes = g, gpu.Steps, g.SampleBytes
-		inst.dst = make([][]gpu.Dest, len(m.Pipeline.Outputs))
-		inst.scratch = make([][]byte, len(m.Pipeline.Outputs))
-	} else {
-		exec, err := executor.New(prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits})
-		if err != nil {
-			return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
-		}
-		inst.exec, steps, sampleBytes = exec, exec.Steps(), exec.SampleBytes
 	}
 	outs := make([]respondOutput, len(m.Pipeline.Outputs))
 	for i, o := range m.Pipeline.Outputs {
-		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: sampleBytes(i)}
+		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: exec.SampleBytes(i)}
 	}
-	inst.resp = newResponder(outs)
-	for _, name := range steps {
-		inst.ops = append(inst.ops, OpTime{Name: name})
-	}
-	inst.opTotal = make([]int64, len(inst.ops))
-	inst.opNow = make([]int64, len(inst.ops))
+	inst.resp = newResponder(outs, outDevice)
+	inst.counts.start(exec)
 	if !m.register(inst) {
-		inst.closeExecutor()
+		exec.Close()
 		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s: the model is unloading", name)}
 	}
 	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("device", device), zap.Int("workers", m.Params.Workers))
 	return inst, nil
-}
-
-func (inst *Instance) closeExecutor() {
-	if inst.gpu != nil {
-		inst.gpu.Close()
-	} else {
-		inst.exec.Close()
-	}
 }
 
 // Close stops the instance's executor, after an Execute in flight.
@@ -130,7 +101,7 @@ func (inst *Instance) Close() {
 		return
 	}
 	inst.closed = true
-	inst.closeExecutor()
+	inst.exec.Close()
 	inst.model.forget(inst)
 }
 
@@ -149,8 +120,8 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 
-	inst.errs = resize(inst.errs, len(reqs))
-	inst.reqs = resize(inst.reqs, len(reqs))
+	inst.errs = zeroed(inst.errs, len(reqs))
+	inst.reqs = zeroed(inst.reqs, len(reqs))
 	errs = inst.errs
 	defer func() {
 		if p := recover(); p != nil {
@@ -170,19 +141,12 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 
 	n := inst.collect(reqs)
 	st.ComputeStart = now()
-	var ran bool
-	if inst.gpu != nil {
-		ran = inst.runGPU(n, resps)
-	} else {
-		ran = inst.run(n)
-	}
-	if ran {
+	if inst.run(n, resps) {
 		inst.countImages(&st.Images)
-		inst.countDecoded(&st.Images)
-		st.Ops = inst.opTimes()
+		inst.counts.update(inst.exec, &st)
 	}
 	st.ComputeEnd = now()
-	inst.respond(reqs, resps)
+	inst.respond()
 	st.Samples = n
 	st.ExecEnd = now()
 	return errs, st
@@ -201,51 +165,72 @@ func (inst *Instance) collect(reqs []Request) int {
 	return inst.col.n
 }
 
-// run processes the batch of n samples into the responder's buffers and
+// run places every request's outputs, then runs the batch of n samples
+// once, the executor writing each sample straight into its response. It
 // reports whether the executor ran (its per-sample results are valid).
-func (inst *Instance) run(n int) bool {
+func (inst *Instance) run(n int, resps []Response) bool {
 	inst.resp.prepare(n)
-	inst.sample = resize(inst.sample, n)
-	// An error is a malformed call: a bug here, not in the requests.
-	return inst.ran("executor", inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample))
-}
-
-// ran reports whether the executor ran; when it did not, every request
-// still standing fails with its error.
-func (inst *Instance) ran(what string, err error) bool {
+	inst.sample = zeroed(inst.sample, n)
+	inst.placeAll(n, resps)
+	err := inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample)
 	if err == nil {
 		return true
 	}
+	// A malformed call (a bug here) or the GPU's failure, not the
+	// requests'.
 	for i := range inst.reqs {
 		if !inst.reqs[i].failed {
-			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("%s: %v", what, err)})
+			inst.fail(i, &Error{Code: CodeInternal, Msg: fmt.Sprintf("executor: %v", err)})
 		}
 	}
 	return false
 }
 
-// respond answers every request still standing: its outputs when all its
-// images succeeded, else an error naming the first that failed. A GPU
-// instance's outputs are in place already.
-func (inst *Instance) respond(reqs []Request, resps []Response) {
-	for i := range reqs {
+// placeAll places the outputs of every request still standing. One whose
+// outputs cannot be placed fails, its samples going to scratch memory. A
+// panic (in Triton's response code) fails the request it hit and those
+// after it, as Execute's recovery would; the ones before it still run.
+func (inst *Instance) placeAll(n int, resps []Response) {
+	i := 0
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		inst.log.Error("sluice: placing outputs panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+		for ; i < len(inst.reqs); i++ {
+			if r := &inst.reqs[i]; !r.failed {
+				inst.fail(i, panicError(p))
+				inst.resp.toScratch(r.start, r.n, n)
+			}
+		}
+	}()
+	for ; i < len(inst.reqs); i++ {
 		r := &inst.reqs[i]
 		if r.failed {
-			continue
-		}
-		if err := inst.sampleError(r); err != nil {
-			inst.fail(i, err)
-			continue
-		}
-		if inst.gpu != nil {
-			r.answered = true
 			continue
 		}
 		var resp Response
 		if i < len(resps) {
 			resp = resps[i]
 		}
-		if err := inst.resp.respond(resp, r.start, r.n); err != nil {
+		if err := inst.resp.place(resp, r.start, r.n); err != nil {
+			inst.fail(i, err)
+			inst.resp.toScratch(r.start, r.n, n)
+		}
+	}
+}
+
+// respond settles every request still standing: its outputs are in
+// place when all its images succeeded, else it fails naming the first
+// that did not.
+func (inst *Instance) respond() {
+	for i := range inst.reqs {
+		r := &inst.reqs[i]
+		if r.failed {
+			continue
+		}
+		if err := inst.sampleError(r); err != nil {
 			inst.fail(i, err)
 			continue
 		}
@@ -267,7 +252,7 @@ func (inst *Instance) sampleError(r *reqState) error {
 	if failed == 0 {
 		return nil
 	}
-	msg := inst.model.blame.sampleMessage(first, inst.sample[r.start+first])
+	msg := inst.blame.sampleMessage(first, inst.sample[r.start+first])
 	if failed > 1 {
 		msg += fmt.Sprintf(" (and %d more of the request's %d elements failed)", failed-1, r.n)
 	}
@@ -288,7 +273,7 @@ func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
 	inst.log.Error("sluice Execute panicked", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 	for i := range errs {
 		if i >= len(inst.reqs) || !inst.reqs[i].answered {
-			errs[i] = &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
+			errs[i] = panicError(p)
 		}
 	}
 	t := inst.model.now()
@@ -299,27 +284,18 @@ func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
 	}
 }
 
-// resize returns s with length n, reusing its array when large enough,
+// panicError is the error of the requests a panic left unanswered.
+func panicError(p any) error {
+	return &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
+}
+
+// zeroed returns s with length n, reusing its array when large enough,
 // every element zero.
-func resize[T any](s []T, n int) []T {
+func zeroed[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)
 	return s
-}
-
-// opTimes is the worker time each operator took in this Execute's run.
-func (inst *Instance) opTimes() []OpTime {
-	if inst.gpu != nil {
-		inst.gpu.StepNanos(inst.opNow)
-	} else {
-		inst.exec.StepNanos(inst.opNow)
-	}
-	for i, t := range inst.opNow {
-		inst.ops[i].Ns = uint64(max(t-inst.opTotal[i], 0))
-		inst.opTotal[i] = t
-	}
-	return inst.ops
 }

@@ -46,9 +46,8 @@ type Model struct {
 	// changed anything, for TRITONBACKEND_ModelSetConfig; nil otherwise.
 	NewConfig []byte
 
-	log   *zap.Logger
-	now   func() uint64
-	blame blame // which input a failed node read, for error messages
+	log *zap.Logger
+	now func() uint64
 
 	mu        sync.Mutex
 	closed    bool
@@ -112,7 +111,6 @@ func LoadModel(a ModelArgs) (*Model, error) {
 		NewConfig:    newConfig,
 		log:          log,
 		now:          now,
-		blame:        newBlame(prog),
 		instances:    map[*Instance]struct{}{},
 	}
 	if m.Name == "" {

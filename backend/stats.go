@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/executor"
-	"github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -16,8 +15,8 @@ import (
 //
 //	ExecStart    Execute entered
 //	ComputeStart the requests' inputs are collected into one batch
-//	ComputeEnd   the pipeline has run over the batch
-//	ExecEnd      every response is filled in
+//	ComputeEnd   the outputs are placed and the pipeline has run over the batch
+//	ExecEnd      every request's outcome is settled
 type BatchStats struct {
 	ExecStart, ComputeStart, ComputeEnd, ExecEnd uint64
 	// Samples is the number of images in the executed batch: the batch
@@ -26,15 +25,21 @@ type BatchStats struct {
 	// Images counts the batch's images by outcome (the pipeline's
 	// successes and failures by cause); zero when the pipeline did not run.
 	Images ImageStats
-	// Ops is the worker time each operator call of the pipeline took over
-	// the batch (decode, resize+crop, normalize...), summed over workers;
-	// nil when the pipeline did not run. It is the instance's, valid until
-	// the next Execute.
-	Ops []OpTime
+	// Ops is the time each operator call of the pipeline took over the
+	// batch (decode, resize+crop, normalize...; on the CPU summed over
+	// workers, on the GPU all operators after decode are one kernel).
+	// Phases is the time a GPU instance's batch spent parsing headers,
+	// decoding and in the kernel, and Decoded its images by decoder
+	// (hardware, hybrid, cpu). All are nil when the pipeline did not run
+	// (Phases and Decoded on CPU instances too), and the instance's,
+	// valid until the next Execute.
+	Ops     []Timing
+	Phases  []Timing
+	Decoded []Count
 }
 
-// OpTime is one operator's share of a batch: worker nanoseconds.
-type OpTime struct {
+// Timing is the nanoseconds one operator call or phase took in a batch.
+type Timing struct {
 	Name string
 	Ns   uint64
 }
@@ -64,13 +69,13 @@ type ImageStats struct {
 	// Failures counts the samples that failed, by cause (index as in
 	// Causes).
 	Failures [len(Causes)]int
-	// Decoded counts a GPU instance's decoded images by decoder path
-	// (index as in DecodePaths); zero on CPU instances.
-	Decoded [len(DecodePaths)]int
 }
 
-// DecodePaths names the decoders of a GPU instance, as in ImageStats.Decoded.
-var DecodePaths = [...]string{gpu.PathHardware.String(), gpu.PathHybrid.String(), gpu.PathCPU.String(), gpu.PathCPUHuffman.String()}
+// Count is a number of images, named.
+type Count struct {
+	Name string
+	N    int
+}
 
 // causeIndex is c's index in Causes.
 func causeIndex(c ops.Cause) int {
@@ -83,8 +88,8 @@ func causeIndex(c ops.Cause) int {
 }
 
 // CollectNs, PipelineNs and RespondNs are the durations of Execute's
-// stages: gathering the requests' inputs into the batch, the executor's
-// run over it, and filling the responses.
+// stages: gathering the requests' inputs into the batch, placing the
+// outputs and the executor's run, and settling each request's outcome.
 func (s *BatchStats) CollectNs() uint64  { return since(s.ExecStart, s.ComputeStart) }
 func (s *BatchStats) PipelineNs() uint64 { return since(s.ComputeStart, s.ComputeEnd) }
 func (s *BatchStats) RespondNs() uint64  { return since(s.ComputeEnd, s.ExecEnd) }
@@ -120,4 +125,45 @@ func sampleCause(err error) ops.Cause {
 		return se.Cause()
 	}
 	return ops.CauseOf(err)
+}
+
+// counters turns the executor's cumulative counters into one Execute's
+// share, reusing its slices.
+type counters struct {
+	now, last executor.Stats
+	ops       []Timing
+	phases    []Timing
+	decoded   []Count
+}
+
+// start names the counters: an executor reports the same ones, in the
+// same order, every time.
+func (c *counters) start(x executor.Executor) {
+	x.Stats(&c.last)
+	for _, st := range x.Steps() {
+		c.ops = append(c.ops, Timing{Name: st.Name})
+	}
+	for _, p := range c.last.Phases {
+		c.phases = append(c.phases, Timing{Name: p.Name})
+	}
+	for _, d := range c.last.Decoded {
+		c.decoded = append(c.decoded, Count{Name: d.Name})
+	}
+}
+
+// update sets st's operator and phase times and decoder counts to what
+// the executor did since the last update.
+func (c *counters) update(x executor.Executor, st *BatchStats) {
+	x.Stats(&c.now)
+	for i := range c.ops {
+		c.ops[i].Ns = uint64(max(c.now.StepNanos[i]-c.last.StepNanos[i], 0))
+	}
+	for i := range c.phases {
+		c.phases[i].Ns = uint64(max(c.now.Phases[i].N-c.last.Phases[i].N, 0))
+	}
+	for i := range c.decoded {
+		c.decoded[i].N = int(c.now.Decoded[i].N - c.last.Decoded[i].N)
+	}
+	c.now, c.last = c.last, c.now
+	st.Ops, st.Phases, st.Decoded = c.ops, c.phases, c.decoded
 }

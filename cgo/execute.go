@@ -58,30 +58,30 @@ func TRITONBACKEND_ModelInstanceExecute(ti *C.TRITONBACKEND_ModelInstance, reqs 
 	return nil
 }
 
-// begin sets up one slot per request, each with its response. If a
+// begin sets up one exchange per request, each with its response. If a
 // response cannot be made, the ones made so far are deleted and the error
 // returned, leaving the requests untouched for Triton to answer.
 func (st *instanceState) begin(creqs []*C.TRITONBACKEND_Request) error {
 	n := len(creqs)
-	if cap(st.slots) < n {
-		st.slots = make([]slot, n)
+	if cap(st.exchanges) < n {
+		st.exchanges = make([]exchange, n)
 		st.reqs = make([]backend.Request, n)
 		st.resps = make([]backend.Response, n)
 	}
-	st.slots, st.reqs, st.resps = st.slots[:n], st.reqs[:n], st.resps[:n]
+	st.exchanges, st.reqs, st.resps = st.exchanges[:n], st.reqs[:n], st.resps[:n]
 	// The previous batch's inputs are no longer in use.
 	st.arena.reset()
 	for i, r := range creqs {
 		var resp *C.TRITONBACKEND_Response
 		if e := C.TRITONBACKEND_ResponseNew(&resp, r); e != nil {
 			for j := range i {
-				logIfError("TRITONBACKEND_ResponseDelete", C.TRITONBACKEND_ResponseDelete(st.slots[j].resp))
-				st.slots[j] = slot{}
+				logIfError("TRITONBACKEND_ResponseDelete", C.TRITONBACKEND_ResponseDelete(st.exchanges[j].resp))
+				st.exchanges[j] = exchange{}
 			}
 			return goError("TRITONBACKEND_ResponseNew", e)
 		}
-		st.slots[i] = slot{st: st, req: r, resp: resp}
-		st.reqs[i], st.resps[i] = &st.slots[i], &st.slots[i]
+		st.exchanges[i] = exchange{st: st, req: r, resp: resp}
+		st.reqs[i], st.resps[i] = &st.exchanges[i], &st.exchanges[i]
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func (st *instanceState) execute() (errs []error, stats backend.BatchStats) {
 	defer func() {
 		if r := recover(); r != nil {
 			err := panicError("backend Instance.Execute", r)
-			errs = make([]error, len(st.slots))
+			errs = make([]error, len(st.exchanges))
 			for i := range errs {
 				errs[i] = err
 			}
@@ -106,18 +106,18 @@ func (st *instanceState) execute() (errs []error, stats backend.BatchStats) {
 // request (statistics must precede the release), then reports the batch.
 func (st *instanceState) finish(ti *C.TRITONBACKEND_ModelInstance, start uint64, errs []error, stats backend.BatchStats) {
 	ok := st.ok[:0]
-	for i := range st.slots {
-		ok = append(ok, st.slots[i].send(statusOf(errs, i)))
+	for i := range st.exchanges {
+		ok = append(ok, st.exchanges[i].send(statusOf(errs, i)))
 	}
 	st.ok = ok
 	execStart, computeStart, computeEnd, execEnd := timeline(start, monotonicNow(), stats)
-	for i := range st.slots {
-		req := st.slots[i].req
+	for i := range st.exchanges {
+		req := st.exchanges[i].req
 		logIfError("TRITONBACKEND_ModelInstanceReportStatistics", C.TRITONBACKEND_ModelInstanceReportStatistics(
 			ti, req, C.bool(ok[i]), C.uint64_t(execStart), C.uint64_t(computeStart), C.uint64_t(computeEnd), C.uint64_t(execEnd)))
 		logIfError("TRITONBACKEND_RequestRelease", C.TRITONBACKEND_RequestRelease(req, C.TRITONSERVER_REQUEST_RELEASE_ALL))
 		// Nothing of a released request may be reachable afterwards.
-		st.slots[i] = slot{}
+		st.exchanges[i] = exchange{}
 	}
 	// A batch that produced no samples is not reported: Triton would count
 	// an execution of batch size 0.
@@ -140,20 +140,20 @@ func statusOf(errs []error, i int) error {
 	return err
 }
 
-// send sends the slot's response, final, carrying err if there is one,
+// send sends the exchange's response, final, carrying err if there is one,
 // and reports whether the request succeeded.
-func (s *slot) send(err error) bool {
+func (x *exchange) send(err error) bool {
 	cerr := newTritonError(err)
 	sendErr := goError("TRITONBACKEND_ResponseSend",
-		C.TRITONBACKEND_ResponseSend(s.resp, C.TRITONSERVER_RESPONSE_COMPLETE_FINAL, cerr))
+		C.TRITONBACKEND_ResponseSend(x.resp, C.TRITONSERVER_RESPONSE_COMPLETE_FINAL, cerr))
 	// ResponseSend copies the error's code and message and leaves the
 	// error to the caller; the response is Triton's now, sent or not.
 	if cerr != nil {
 		C.TRITONSERVER_ErrorDelete(cerr)
 	}
-	s.resp = nil
+	x.resp = nil
 	if sendErr != nil {
-		logger().Error("sending a response failed", zap.String("instance", s.st.name), zap.Error(sendErr))
+		logger().Error("sending a response failed", zap.String("instance", x.st.name), zap.Error(sendErr))
 		return false
 	}
 	return err == nil

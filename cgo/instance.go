@@ -31,10 +31,10 @@ type instanceState struct {
 	metrics *modelMetrics
 
 	// Reused per Execute; only the entry point's goroutine touches them.
-	slots []slot
-	reqs  []backend.Request
-	resps []backend.Response
-	ok    []bool // per request: succeeded (reused by finish)
+	exchanges []exchange
+	reqs      []backend.Request
+	resps     []backend.Response
+	ok        []bool // per request: succeeded (reused by finish)
 }
 
 // TRITONBACKEND_ModelInstanceInitialize creates backend's instance for
@@ -90,7 +90,7 @@ func TRITONBACKEND_ModelInstanceFinalize(ti *C.TRITONBACKEND_ModelInstance) (res
 	}
 	handle := cgo.Handle(h)
 	st := handle.Value().(*instanceState)
-	// Free the C strings, delete the handle and clear the slot even if
+	// Free the C strings, delete the handle and clear the state even if
 	// Close panics.
 	defer func() {
 		st.names.free()

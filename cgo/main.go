@@ -22,5 +22,9 @@
 // finalization release everything they own.
 package main
 
+// KIND_GPU instances run the GPU executor, which registers itself with
+// package executor.
+import _ "github.com/sluice-dev/sluice/executor/gpu"
+
 // main is required by -buildmode=c-shared and never runs inside Triton.
 func main() {}

@@ -27,13 +27,16 @@ import (
 //	                                 metric per backend.Causes value
 //	sluice_stage_duration_us_total   cumulative microseconds of Execute's
 //	                                 stages, label stage: collect (inputs into
-//	                                 the batch), pipeline (the executor's run),
-//	                                 respond (outputs into the responses)
-//	sluice_op_duration_us_total      cumulative worker microseconds of each
-//	                                 operator call of the pipeline, label op:
-//	                                 decode, resize+crop, normalize... (the
-//	                                 pipeline stage's split; workers run in
-//	                                 parallel, so it can exceed wall time)
+//	                                 the batch), pipeline (outputs placed, the
+//	                                 executor's run), respond (each request's
+//	                                 outcome)
+//	sluice_op_duration_us_total      cumulative microseconds of each operator
+//	                                 call of the pipeline, label op: decode,
+//	                                 resize+crop, normalize... (the pipeline
+//	                                 stage's split; CPU workers run in
+//	                                 parallel, so it can exceed wall time; a
+//	                                 GPU instance's kernel is one call of
+//	                                 every operator after decode)
 //
 // The families are made once, in TRITONBACKEND_Initialize, and deleted in
 // TRITONBACKEND_Finalize; each model makes its metrics in ModelInitialize
@@ -46,6 +49,12 @@ import (
 //	                                 path: hardware (the GPU's JPEG engines),
 //	                                 hybrid (nvJPEG on the SMs), cpu
 //	                                 (libjpeg-turbo, then uploaded)
+//	sluice_gpu_phase_duration_us_total  cumulative microseconds of a KIND_GPU
+//	                                 instance's batch phases, label phase:
+//	                                 parse (headers, routing), decode, kernel
+//
+// The op, path and phase series are made on their first report: which
+// there are depends on the executor (fusion, the instance's kind).
 
 const (
 	famImages = iota
@@ -54,6 +63,7 @@ const (
 	famStages
 	famOps
 	famDecoded
+	famPhases
 	numFamilies
 )
 
@@ -62,12 +72,18 @@ var familyDefs = [numFamilies]struct{ name, help string }{
 	famImageBytes: {"sluice_image_bytes_total", "Encoded bytes of the images the Sluice pipeline processed successfully"},
 	famFailures:   {"sluice_image_failures_total", "Images the Sluice pipeline failed on, by cause"},
 	famStages: {"sluice_stage_duration_us_total",
-		"Cumulative microseconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (executor run), respond (outputs into the responses)"},
+		"Cumulative microseconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (outputs placed, executor run), respond (each request's outcome)"},
 	famOps: {"sluice_op_duration_us_total",
-		"Cumulative worker microseconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
+		"Cumulative microseconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
 	famDecoded: {"sluice_gpu_decoded_images_total",
 		"Images the GPU instances of a Sluice model decoded, by decoder: hardware (JPEG engines), hybrid (nvJPEG on the SMs), cpu (libjpeg-turbo, uploaded)"},
+	famPhases: {"sluice_gpu_phase_duration_us_total",
+		"Cumulative microseconds of the Sluice GPU instances' batch phases: parse (headers, routing), decode, kernel"},
 }
+
+// labelOf names the one label of the families whose series are made on
+// their first report.
+var labelOf = [numFamilies]string{famOps: "op", famDecoded: "path", famPhases: "phase"}
 
 // Stage label values, in modelMetrics.stages order.
 var stageNames = [...]string{"collect", "pipeline", "respond"}
@@ -138,14 +154,18 @@ type modelMetrics struct {
 	images, bytes *C.TRITONSERVER_Metric
 	failures      [len(backend.Causes)]*C.TRITONSERVER_Metric
 	stages        [len(stageNames)]*C.TRITONSERVER_Metric
-	decoded       [len(backend.DecodePaths)]*C.TRITONSERVER_Metric
 
-	// Per-operator metrics, made on an operator's first report: the
-	// operator calls are the executor's (fusion decides them), known once
-	// an instance exists. Instances record concurrently.
+	// The series of families in labelOf, by label value. Instances record
+	// concurrently.
 	name, version string
-	opsMu         sync.Mutex
-	ops           map[string]*C.TRITONSERVER_Metric
+	labelledMu    sync.Mutex
+	labelled      map[seriesKey]*C.TRITONSERVER_Metric
+}
+
+// seriesKey names one series of a family in labelOf.
+type seriesKey struct {
+	family int
+	value  string
 }
 
 // newModelMetrics makes a model's metrics, or returns nil, nil when
@@ -156,7 +176,7 @@ func newModelMetrics(name string, version int64) (*modelMetrics, error) {
 		return nil, nil
 	}
 	v := strconv.FormatInt(version, 10)
-	mm := &modelMetrics{name: name, version: v, ops: map[string]*C.TRITONSERVER_Metric{}}
+	mm := &modelMetrics{name: name, version: v, labelled: map[seriesKey]*C.TRITONSERVER_Metric{}}
 	var err error
 	if mm.images, err = fs.metric(famImages, "model", name, "version", v); err != nil {
 		mm.delete()
@@ -174,12 +194,6 @@ func newModelMetrics(name string, version int64) (*modelMetrics, error) {
 	}
 	for i, s := range stageNames {
 		if mm.stages[i], err = fs.metric(famStages, "model", name, "version", v, "stage", s); err != nil {
-			mm.delete()
-			return nil, err
-		}
-	}
-	for i, p := range backend.DecodePaths {
-		if mm.decoded[i], err = fs.metric(famDecoded, "model", name, "version", v, "path", p); err != nil {
 			mm.delete()
 			return nil, err
 		}
@@ -206,15 +220,12 @@ func (mm *modelMetrics) delete() {
 	for i := range mm.stages {
 		del(&mm.stages[i])
 	}
-	for i := range mm.decoded {
-		del(&mm.decoded[i])
-	}
-	mm.opsMu.Lock()
-	for k, m := range mm.ops {
+	mm.labelledMu.Lock()
+	for k, m := range mm.labelled {
 		del(&m)
-		delete(mm.ops, k)
+		delete(mm.labelled, k)
 	}
-	mm.opsMu.Unlock()
+	mm.labelledMu.Unlock()
 }
 
 // record adds one Execute's counts. Zero increments are skipped: each is
@@ -231,29 +242,41 @@ func (mm *modelMetrics) record(st *backend.BatchStats) {
 	increment(mm.stages[0], float64(st.CollectNs())/1e3)
 	increment(mm.stages[1], float64(st.PipelineNs())/1e3)
 	increment(mm.stages[2], float64(st.RespondNs())/1e3)
-	for i, n := range st.Images.Decoded {
-		increment(mm.decoded[i], float64(n))
-	}
 	if len(st.Ops) == 0 {
 		return
 	}
-	mm.opsMu.Lock()
-	defer mm.opsMu.Unlock()
-	for _, op := range st.Ops {
-		m, ok := mm.ops[op.Name]
-		if !ok {
-			fs := theFamilies.Load()
-			if fs == nil {
-				return
-			}
-			var err error
-			if m, err = fs.metric(famOps, "model", mm.name, "version", mm.version, "op", op.Name); err != nil {
-				logger().Warn("sluice: cannot make an operator metric; going on without it", zap.String("op", op.Name), zap.Error(err))
-			}
-			mm.ops[op.Name] = m // nil after an error: not tried again
-		}
-		increment(m, float64(op.Ns)/1e3)
+	mm.labelledMu.Lock()
+	defer mm.labelledMu.Unlock()
+	for _, t := range st.Ops {
+		increment(mm.series(famOps, t.Name), float64(t.Ns)/1e3)
 	}
+	for _, t := range st.Phases {
+		increment(mm.series(famPhases, t.Name), float64(t.Ns)/1e3)
+	}
+	for _, c := range st.Decoded {
+		increment(mm.series(famDecoded, c.Name), float64(c.N))
+	}
+}
+
+// series returns the series of a family in labelOf for a label value,
+// making it on first use; nil when it cannot be made. labelledMu is held.
+func (mm *modelMetrics) series(family int, value string) *C.TRITONSERVER_Metric {
+	k := seriesKey{family, value}
+	m, ok := mm.labelled[k]
+	if ok {
+		return m
+	}
+	fs := theFamilies.Load()
+	if fs == nil {
+		return nil
+	}
+	var err error
+	if m, err = fs.metric(family, "model", mm.name, "version", mm.version, labelOf[family], value); err != nil {
+		logger().Warn("sluice: cannot make a metric; going on without it",
+			zap.String("family", familyDefs[family].name), zap.String(labelOf[family], value), zap.Error(err))
+	}
+	mm.labelled[k] = m // nil after an error: not tried again
+	return m
 }
 
 func increment(m *C.TRITONSERVER_Metric, v float64) {

@@ -75,7 +75,7 @@ func TRITONBACKEND_ModelFinalize(m *C.TRITONBACKEND_Model) (result *C.TRITONSERV
 	}
 	handle := cgo.Handle(h)
 	st, _ := handle.Value().(*modelState)
-	// Delete the metrics and the handle and clear the slot even if Close
+	// Delete the metrics and the handle and clear the state even if Close
 	// panics: the state must not outlive the model either way. (The
 	// instances, which record into the metrics, are finalized already.)
 	defer func() {

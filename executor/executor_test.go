@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func compile(t testing.TB, text string) *pipeline.Compiled {
 	return c
 }
 
-func newExec(t testing.TB, workers int) *Executor {
+func newExec(t testing.TB, workers int) *CPU {
 	t.Helper()
 	e, err := New(compile(t, testPipeline), Options{Workers: workers})
 	if err != nil {
@@ -75,8 +76,21 @@ func testBatch(t testing.TB) [][]byte {
 	return [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2), testimg.JPEG(120, 90, 3), testimg.JPEG(17, 9, 4), testimg.JPEG(50, 50, 5)}
 }
 
+// hostDests points each sample's destinations into outs[o], which hold the
+// whole batch of output o.
+func hostDests(e *CPU, outs [][]byte) [][]Dest {
+	dst := make([][]Dest, len(outs))
+	for o, out := range outs {
+		n := e.SampleBytes(o)
+		for s := 0; s+n <= len(out) && n > 0; s += n {
+			dst[o] = append(dst[o], Dest{Host: out[s : s+n]})
+		}
+	}
+	return dst
+}
+
 // sample returns sample i of every output of a result.
-func sample(e *Executor, r *Result, i int) [][]byte {
+func sample(e *CPU, r *Result, i int) [][]byte {
 	var out [][]byte
 	for o, x := range r.Outputs {
 		n := e.SampleBytes(o)
@@ -168,7 +182,7 @@ func TestBadSamplesFailAlone(t *testing.T) {
 	}
 }
 
-func (e *Executor) mustRun(t *testing.T, imgs [][]byte) [][][]byte {
+func (e *CPU) mustRun(t *testing.T, imgs [][]byte) [][][]byte {
 	t.Helper()
 	r, err := e.Run([][][]byte{imgs})
 	if err != nil {
@@ -247,7 +261,7 @@ func TestConcurrentRunInto(t *testing.T) {
 			outs := [][]byte{make([]byte, len(imgs)*e.SampleBytes(0)), make([]byte, len(imgs)*e.SampleBytes(1))}
 			errs := make([]error, len(imgs))
 			for range 10 {
-				if err := e.RunInto([][][]byte{imgs}, outs, errs); err != nil {
+				if err := e.RunInto([][][]byte{imgs}, hostDests(e, outs), errs); err != nil {
 					t.Error(err)
 					return
 				}
@@ -272,11 +286,16 @@ func TestMalformedCalls(t *testing.T) {
 	if _, err := e.Run([][][]byte{{img}, {img}}); err == nil {
 		t.Error("two inputs accepted by a one-input pipeline")
 	}
-	if err := e.RunInto([][][]byte{{img}}, [][]byte{make([]byte, 5), make([]byte, e.SampleBytes(1))}, make([]error, 1)); err == nil {
+	if err := e.RunInto([][][]byte{{img}}, [][]Dest{{{Host: make([]byte, 5)}}, {{Host: make([]byte, e.SampleBytes(1))}}}, make([]error, 1)); err == nil {
 		t.Error("short output buffer accepted")
 	}
-	if err := e.RunInto([][][]byte{{img}}, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))}, nil); err == nil {
+	if err := e.RunInto([][][]byte{{img}}, hostDests(e, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))}), nil); err == nil {
 		t.Error("missing error slots accepted")
+	}
+	dev := hostDests(e, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))})
+	dev[0][0] = Dest{Dev: 0x1000}
+	if err := e.RunInto([][][]byte{{img}}, dev, make([]error, 1)); err == nil || !strings.Contains(err.Error(), "device destination") {
+		t.Errorf("device destination: %v", err)
 	}
 	r, err := e.Run([][][]byte{{}})
 	if err != nil || len(r.Errs) != 0 || len(r.Outputs[0].Data) != 0 {
@@ -319,15 +338,21 @@ func BenchmarkRun(b *testing.B) {
 func TestStepNanos(t *testing.T) {
 	e := newExec(t, 2)
 	steps := e.Steps()
-	if want := []string{"probe", "decode", "resize", "normalize"}; strings.Join(steps, ",") != strings.Join(want, ",") {
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.Name)
+	}
+	if want := []string{"probe", "decode", "resize", "normalize"}; strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("steps %v, want %v", steps, want)
 	}
-	before := make([]int64, len(steps))
-	e.StepNanos(before)
+	var st Stats
+	e.Stats(&st)
+	before := slices.Clone(st.StepNanos)
 	e.mustRun(t, testBatch(t))
-	after := make([]int64, len(steps))
-	e.StepNanos(after)
-	for i, name := range steps {
+	e.Stats(&st)
+	after := st.StepNanos
+	for i, step := range steps {
+		name := step.Name
 		if after[i] <= before[i] {
 			t.Errorf("step %s: time did not grow (%d → %d ns)", name, before[i], after[i])
 		}
@@ -335,5 +360,20 @@ func TestStepNanos(t *testing.T) {
 	// Decoding five JPEGs costs more than passing their bytes along.
 	if after[1]-before[1] <= after[0]-before[0] {
 		t.Errorf("decode %d ns <= probe %d ns", after[1]-before[1], after[0]-before[0])
+	}
+}
+
+// Open makes the CPU executor by kind, and names a kind nobody registered.
+func TestOpen(t *testing.T) {
+	x, err := Open(KindCPU, compile(t, testPipeline), Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, ok := x.(*CPU); !ok || x.Workers() != 1 {
+		t.Errorf("Open(%q) made %T with %d workers", KindCPU, x, x.Workers())
+	}
+	if _, err := Open("tpu", compile(t, testPipeline), Options{}); err == nil || !strings.Contains(err.Error(), "no tpu executor") {
+		t.Errorf("unknown kind: %v", err)
 	}
 }

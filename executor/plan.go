@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"slices"
+
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -9,7 +11,7 @@ import (
 // fusion it runs several nodes' work, reading the first one's inputs and
 // writing the last one's outputs (node).
 type step struct {
-	name string
+	Step
 	op   ops.Op
 	in   []pipeline.Ref
 	node int // whose output tensors it writes
@@ -21,7 +23,7 @@ type step struct {
 func plan(prog *pipeline.Compiled) []step {
 	steps := make([]step, len(prog.Nodes))
 	for i, nd := range prog.Nodes {
-		steps[i] = step{name: nd.Name, op: nd.Op, in: nd.In, node: i}
+		steps[i] = step{Step: NewStep(nd.Name), op: nd.Op, in: nd.In, node: i}
 	}
 	for i := 0; i < len(steps); i++ {
 		s := &steps[i]
@@ -37,7 +39,8 @@ func plan(prog *pipeline.Compiled) []step {
 		if !ok {
 			continue
 		}
-		steps[j] = step{name: s.name + "+" + steps[j].name, op: fused, in: s.in, node: steps[j].node}
+		nodes := slices.Concat(s.Nodes, steps[j].Nodes)
+		steps[j] = step{Step: NewStep(nodes...), op: fused, in: s.in, node: steps[j].node}
 		steps = append(steps[:i], steps[i+1:]...)
 		i-- // the fused step may fuse again
 	}

@@ -93,12 +93,9 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if in[0].DType != Uint8 {
 		return Errorf(BadInput, "encoded input is %v, not UINT8 bytes", in[0].DType)
 	}
-	if lim.MaxBytes > 0 && len(src) > lim.MaxBytes {
-		return Errorf(TooLarge, "encoded image is %d bytes, over the limit of %d", len(src), lim.MaxBytes)
-	}
-	h, err := st.dec.Header(src, lim.MaxPixels)
+	h, err := DecodeHeader(st.dec, src, lim)
 	if err != nil {
-		return decodeError(err)
+		return err
 	}
 	opt := codec.Options{Color: o.ccolor, Orient: o.orient, Scale: o.scale(h)}
 	oh, ow, oc := h.OutSize(opt)
@@ -112,7 +109,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 		out[0].Full = [2]int{fh, fw} // after Reshape, which clears it
 	}
 	if err := st.dec.Decode(dst, src, h, opt); err != nil {
-		return decodeError(err)
+		return DecodeError(err)
 	}
 	return nil
 }
@@ -153,9 +150,23 @@ func orientationIf(on bool, o int) int {
 	return 1
 }
 
-// decodeError turns a codec error into a per-sample *Error with the same
+// DecodeHeader reads one encoded image's header with decode's checks and
+// messages (byte limit, format, pixel limit). The GPU executor, which
+// decodes elsewhere, checks its images with it too.
+func DecodeHeader(dec *codec.Decoder, src []byte, lim Limits) (codec.Header, error) {
+	if lim.MaxBytes > 0 && len(src) > lim.MaxBytes {
+		return codec.Header{}, Errorf(TooLarge, "encoded image is %d bytes, over the limit of %d", len(src), lim.MaxBytes)
+	}
+	h, err := dec.Header(src, lim.MaxPixels)
+	if err != nil {
+		return h, DecodeError(err)
+	}
+	return h, nil
+}
+
+// DecodeError turns a codec error into a per-sample *Error with the same
 // cause and message; other errors (misuse) pass through.
-func decodeError(err error) error {
+func DecodeError(err error) error {
 	var ce *codec.Error
 	if !errors.As(err, &ce) {
 		return err

@@ -64,6 +64,13 @@ func (g *Geom) setFill(op string, f fill) error {
 // when the executor is built, never per sample.
 var ErrNotOnGPU = errors.New("not supported on the GPU")
 
+// GPUDecoder is implemented by the operator a GPU chain starts with
+// (decode): the colour it produces and whether it applies the EXIF
+// orientation. The executor decodes the image itself.
+type GPUDecoder interface {
+	GPUDecode() (col Color, orient bool)
+}
+
 // GPUStage is implemented by operators that change an image's geometry on
 // the GPU path. GPU updates g for one sample, or returns a per-sample error
 // (limits, an image too large to pad) exactly as Run would. side holds the
@@ -71,6 +78,13 @@ var ErrNotOnGPU = errors.New("not supported on the GPU")
 // filled on the host.
 type GPUStage interface {
 	GPU(c *Ctx, g *Geom, side []*Tensor) error
+}
+
+// GPUResampler is implemented by the GPUStage that resamples (resize,
+// letterbox): the kernel has one filter per batch, needed before any
+// sample.
+type GPUResampler interface {
+	GPUFilter() Filter
 }
 
 // GPUValues is implemented by the operator that maps pixel values to the
@@ -97,26 +111,4 @@ func IdentityValues(c int) Values {
 		v.Add = append(v.Add, 0)
 	}
 	return v
-}
-
-// FilterOf says whether an operator resamples on the GPU, and how; the
-// executor needs it once, before any sample.
-func FilterOf(op Op) (Filter, bool) {
-	switch o := op.(type) {
-	case *resizeOp:
-		return Filter{int(o.f), o.aa}, true
-	case *letterboxOp:
-		return Filter{int(o.f), o.aa}, true
-	}
-	return Filter{}, false
-}
-
-// DecodeColor is the colour a decode operator produces and whether it
-// applies the EXIF orientation; ok is false for other operators.
-func DecodeColor(op Op) (col Color, orient, ok bool) {
-	d, ok := op.(*decodeOp)
-	if !ok {
-		return NoColor, false, false
-	}
-	return d.color, d.orient, true
 }

@@ -17,9 +17,12 @@ func (o *letterboxOp) GPU(_ *Ctx, g *Geom, side []*Tensor) error {
 	g.Rs = [2]int{nh, nw}
 	g.Off = [2]int{top, left}
 	g.H, g.W = o.h, o.w
-	g.Resized, g.Filter = true, Filter{int(o.f), o.aa}
+	g.Resized, g.Filter = true, o.GPUFilter()
 	if len(side) == 2 {
 		return writePlacement(side[0], side[1], r, top, left)
 	}
 	return nil
 }
+
+// GPUFilter is the kernel's filter for this resampling.
+func (o *letterboxOp) GPUFilter() Filter { return Filter{int(o.f), o.aa} }

@@ -14,6 +14,9 @@ func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
 	}
 	g.Rs = [2]int{oh, ow}
 	g.H, g.W = oh, ow
-	g.Resized, g.Filter = true, Filter{int(o.f), o.aa}
+	g.Resized, g.Filter = true, o.GPUFilter()
 	return nil
 }
+
+// GPUFilter is the kernel's filter for this resampling.
+func (o *resizeOp) GPUFilter() Filter { return Filter{int(o.f), o.aa} }

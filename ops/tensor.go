@@ -166,8 +166,8 @@ type Tensor struct {
 	// output shape does not depend on the decode scale.
 	Full [2]int
 
-	// fixed is set when Data is a caller-owned slot (an output of the
-	// batch) that Reshape must fill exactly, never replace.
+	// fixed is set when Data is a caller-owned destination (one sample of
+	// a pipeline output) that Reshape must fill exactly, never replace.
 	fixed bool
 }
 
@@ -185,7 +185,7 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 	}
 	if t.fixed {
 		if n != len(t.Data) {
-			return nil, fmt.Errorf("output of %v %v (%d bytes) does not fit its %d-byte slot", dt, slices.Clone(dims), n, len(t.Data))
+			return nil, fmt.Errorf("output of %v %v (%d bytes) does not fit its %d-byte destination", dt, slices.Clone(dims), n, len(t.Data))
 		}
 	} else if cap(t.Data) < n {
 		t.Data = make([]byte, n, n+n/4)
@@ -198,10 +198,10 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 	return t.Data, nil
 }
 
-// Bind makes the tensor write into slot, a caller-owned buffer of exactly
-// the expected size (one sample's part of a batch output).
-func (t *Tensor) Bind(slot []byte) {
-	t.Data = slot
+// Bind makes the tensor write into dst, a caller-owned buffer of exactly
+// the expected size (one sample of a pipeline output).
+func (t *Tensor) Bind(dst []byte) {
+	t.Data = dst
 	t.fixed = true
 }
 

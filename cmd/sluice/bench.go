@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/executor"
-	"github.com/sluice-dev/sluice/executor/gpu"
+	"github.com/sluice-dev/sluice/pipeline"
 )
 
 // benchResult is what bench prints, also as JSON for scripts.
@@ -35,15 +35,15 @@ type benchResult struct {
 	AllocsPerBatch float64 `json:"allocs_per_batch"`
 	Instances      int     `json:"instances"`
 	// GPU only: per batch of the first instance, milliseconds in each
-	// stage (parse, decode, kernel), and images decoded by each path.
+	// phase (parse, decode, kernel), and images decoded by each path.
 	StageMs map[string]float64 `json:"stage_ms,omitempty"`
 	Decoded map[string]int64   `json:"decoded,omitempty"`
 }
 
 // benchInstance is one executor of a bench run with its own batches.
 type benchInstance struct {
-	e      runner
-	run    func([][][]byte) (*executor.Result, error)
+	e      executor.Executor
+	run    func([][][]byte) ([]error, error)
 	imgs   [][]byte
 	batch  [][]byte
 	next   int
@@ -51,15 +51,23 @@ type benchInstance struct {
 	failed int
 }
 
-func newBenchInstance(e runner, imgs [][]byte, bs, i int, hostOut bool) *benchInstance {
-	bi := &benchInstance{e: e, run: e.Run, imgs: imgs, batch: make([][]byte, bs), next: i * bs}
+// deviceRunner is an executor that can keep a batch's outputs in device
+// memory of its own (the GPU's).
+type deviceRunner interface {
+	RunOnDevice(in [][][]byte) ([]error, error)
+}
+
+func newBenchInstance(e executor.Executor, prog *pipeline.Compiled, imgs [][]byte, bs, i int, hostOut bool) *benchInstance {
+	res := executor.NewResult(prog)
+	bi := &benchInstance{e: e, imgs: imgs, batch: make([][]byte, bs), next: i * bs}
+	bi.run = func(in [][][]byte) ([]error, error) {
+		err := executor.Run(e, in, res)
+		return res.Errs, err
+	}
 	// On the GPU, outputs stay in device memory, as for the next model of
 	// an ensemble; --host-out copies them out as a client would get them.
-	if g, ok := e.(*gpu.Executor); ok && !hostOut {
-		bi.run = func(in [][][]byte) (*executor.Result, error) {
-			errs, err := g.RunOnDevice(in)
-			return &executor.Result{Errs: errs}, err
-		}
+	if d, ok := e.(deviceRunner); ok && !hostOut {
+		bi.run = d.RunOnDevice
 	}
 	return bi
 }
@@ -70,12 +78,12 @@ func (bi *benchInstance) step() (int, error) {
 		bi.batch[i] = bi.imgs[bi.next%len(bi.imgs)]
 		bi.next++
 	}
-	res, err := bi.run([][][]byte{bi.batch})
+	errs, err := bi.run([][][]byte{bi.batch})
 	if err != nil {
 		return 0, err
 	}
 	failed := 0
-	for _, err := range res.Errs {
+	for _, err := range errs {
 		if err != nil {
 			failed++
 		}
@@ -113,12 +121,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	// each runs its own batches; throughput is their sum.
 	insts := make([]*benchInstance, *instances)
 	for i := range insts {
-		e, _, err := ef.open()
+		e, prog, err := ef.open()
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		insts[i] = newBenchInstance(e, imgs, *ef.batch, i, *hostOut)
+		insts[i] = newBenchInstance(e, prog, imgs, *ef.batch, i, *hostOut)
 	}
 	bs := *ef.batch
 	// Warm up: every image once, so buffers reach their steady size.
@@ -142,11 +150,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var stage0 []int64
-	if g, ok := insts[0].e.(*gpu.Executor); ok {
-		stage0 = make([]int64, len(gpu.Steps))
-		g.StepNanos(stage0)
-	}
+	var before executor.Stats
+	insts[0].e.Stats(&before)
 	runtime.ReadMemStats(&ms0)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -188,19 +193,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	slices.Sort(lat)
 	r.P50ms = float64(lat[len(lat)/2].Microseconds()) / 1e3
 	r.P99ms = float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()) / 1e3
-	if g, ok := insts[0].e.(*gpu.Executor); ok {
-		// The first instance's split of a batch's time, and its decoders.
-		now := make([]int64, len(gpu.Steps))
-		g.StepNanos(now)
+	// The first instance's split of a batch's time, and its decoders.
+	var after executor.Stats
+	insts[0].e.Stats(&after)
+	if len(after.Phases) > 0 {
 		r.StageMs = map[string]float64{}
-		for i, name := range gpu.Steps {
-			r.StageMs[name] = float64(now[i]-stage0[i]) / 1e6 / float64(len(insts[0].lat))
-		}
-		d := g.Decoded()
+	}
+	for i, p := range after.Phases {
+		r.StageMs[p.Name] = float64(p.N-before.Phases[i].N) / 1e6 / float64(len(insts[0].lat))
+	}
+	if len(after.Decoded) > 0 {
 		r.Decoded = map[string]int64{}
-		for p, n := range d {
-			r.Decoded[gpu.Path(p).String()] = n
-		}
+	}
+	for _, d := range after.Decoded {
+		r.Decoded[d.Name] = d.N
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)

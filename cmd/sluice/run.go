@@ -10,9 +10,10 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/executor"
-	"github.com/sluice-dev/sluice/executor/gpu"
+	"github.com/sluice-dev/sluice/executor/gpu" // registers the GPU executor
 	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/ops"
+	"github.com/sluice-dev/sluice/pipeline"
 )
 
 // execFlags are the executor settings shared by run and bench.
@@ -25,14 +26,6 @@ type execFlags struct {
 	gpu       *int
 	gpuMem    *int64
 	hwShare   *float64
-}
-
-// runner is what run and bench need of the CPU and the GPU executor.
-type runner interface {
-	Run(in [][][]byte) (*executor.Result, error)
-	SampleBytes(i int) int
-	Workers() int
-	Close()
 }
 
 func addExecFlags(fs *flag.FlagSet) execFlags {
@@ -48,7 +41,8 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 	}
 }
 
-func (f execFlags) open() (runner, []string, error) {
+// open compiles the pipeline and makes its executor.
+func (f execFlags) open() (executor.Executor, *pipeline.Compiled, error) {
 	if *f.pipeline == "" {
 		return nil, nil, fmt.Errorf("--pipeline is required")
 	}
@@ -65,19 +59,16 @@ func (f execFlags) open() (runner, []string, error) {
 	if len(c.Inputs) != 1 {
 		return nil, nil, fmt.Errorf("%s has %d inputs; the CLI feeds pipelines of one input", *f.pipeline, len(c.Inputs))
 	}
-	lim := ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes}
+	kind := executor.KindCPU
 	if *f.gpu >= 0 {
-		e, err := gpu.New(c, gpu.Options{Device: *f.gpu, Workers: *f.workers, Limits: lim, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
-		if err != nil {
-			return nil, nil, err
-		}
-		return e, c.Inputs, nil
+		kind = executor.KindGPU
 	}
-	e, err := executor.New(c, executor.Options{Workers: *f.workers, Limits: lim})
+	e, err := executor.Open(kind, c, executor.Options{Workers: *f.workers, Limits: ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes},
+		Device: *f.gpu, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
 	if err != nil {
 		return nil, nil, err
 	}
-	return e, c.Inputs, nil
+	return e, c, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -102,7 +93,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		bases[b] = p
 	}
-	e, _, err := ef.open()
+	e, prog, err := ef.open()
 	if err != nil {
 		return err
 	}
@@ -110,6 +101,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
+	res := executor.NewResult(prog)
 	failed := 0
 	for start := 0; start < len(pos); start += *ef.batch {
 		files := pos[start:min(start+*ef.batch, len(pos))]
@@ -121,8 +113,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 				imgs[i] = nil
 			}
 		}
-		res, err := e.Run([][][]byte{imgs})
-		if err != nil {
+		if err := executor.Run(e, [][][]byte{imgs}, res); err != nil {
 			return err
 		}
 		for i, p := range files {

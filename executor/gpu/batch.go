@@ -372,7 +372,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			continue
 		}
 		g := &smp.geom
-		dst := b.dst[img][s].Dev
+		dst := cuda.DevicePtr(b.dst[img][s].Dev)
 		if dst == 0 {
 			dst = base + cuda.DevicePtr(smp.stage)
 		}
@@ -421,7 +421,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		}
 		for _, so := range e.ch.side {
 			if d := b.dst[so.output][s]; d.Dev != 0 {
-				if err := cuda.MemcpyHtoDAsync(d.Dev, e.sideBlock(s)[so.at:so.at+so.size], e.main); err != nil {
+				if err := cuda.MemcpyHtoDAsync(cuda.DevicePtr(d.Dev), e.sideBlock(s)[so.at:so.at+so.size], e.main); err != nil {
 					return err
 				}
 			}

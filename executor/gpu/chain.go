@@ -58,11 +58,11 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 	var filter ops.Filter
 	for i, nd := range prog.Nodes {
 		if i == 0 {
-			col, orient, ok := ops.DecodeColor(nd.Op)
+			d, ok := nd.Op.(ops.GPUDecoder)
 			if !ok || nd.In[0].Node != pipeline.InputRef {
 				return nil, notGPU("the first node must decode the input, not %s", nd.Name)
 			}
-			c.color, c.orient = col, orient
+			c.color, c.orient = d.GPUDecode()
 			continue
 		}
 		if len(nd.In) != 1 || nd.In[0] != (pipeline.Ref{Node: i - 1, Port: 0}) {
@@ -71,8 +71,8 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		if values != nil {
 			return nil, notGPU("node %s follows %s, which must be last", nd.Name, prog.Nodes[i-1].Name)
 		}
-		if f, ok := ops.FilterOf(nd.Op); ok {
-			filter = f
+		if r, ok := nd.Op.(ops.GPUResampler); ok {
+			filter = r.GPUFilter()
 		}
 		switch op := nd.Op.(type) {
 		case ops.GPUStage:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -35,7 +36,7 @@ func TestChainRefuses(t *testing.T) {
 		  node { op: "crop" arg { name: "size" ints { v: [80, 80] } } arg { name: "fill" floats { v: [2] } } }
 		  output { name: "O" }`, "crop fills with [2 2 2] after another operator filled with [1 1 1]"},
 	} {
-		e, err := New(compile(t, c.text), Options{})
+		e, err := New(compile(t, c.text), executor.Options{})
 		if err == nil {
 			e.Close()
 			t.Errorf("%s: built", c.want)

@@ -6,7 +6,8 @@
 // operator after decode for the whole batch, writing each sample's output
 // straight to where it goes (device memory of the next model, or host
 // memory). Results and per-sample errors are those of the CPU executor,
-// within the rounding of nvJPEG's IDCT.
+// within the rounding of nvJPEG's IDCT. It registers itself as
+// executor.KindGPU: importing this package makes executor.Open run it.
 package gpu
 
 import (
@@ -24,29 +25,22 @@ import (
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
-// Options tune a GPU executor.
-type Options struct {
-	Device int
-	// Workers is the number of CPU decode threads; 0 means GOMAXPROCS.
-	Workers int
-	// Limits bound each sample; the zero value means ops.DefaultLimits.
-	Limits ops.Limits
-	// MemoryCap bounds the device memory the executor allocates itself
-	// (decoded images, descriptors, output staging); 0 means a
-	// sixteenth of the GPU's memory, at least MinDefaultMemoryCap. A
-	// batch that needs more runs in parts; an image that alone needs
-	// more fails. Above ArenaKeep, memory is freed after each batch.
-	MemoryCap int64
-	// HWShare is the share of hardware-decodable JPEGs sent to the JPEG
-	// engines, the rest going to the hybrid decoder; negative means
-	// DefaultHWShare.
-	HWShare float64
+func init() {
+	executor.Register(executor.KindGPU, func(prog *pipeline.Compiled, opt executor.Options) (executor.Executor, error) {
+		e, err := New(prog, opt)
+		if err != nil {
+			return nil, err // not a nil *Executor in a non-nil interface
+		}
+		return e, nil
+	})
 }
 
-// MinDefaultMemoryCap is the default cap on a GPU of less than 16 GiB: a
-// batch of 256 ImageNet-size photos needs about 120 MiB, one of 256
-// 12-megapixel photos about 11 GiB (run in parts under the cap; an H200's
-// default of 8.8 GiB takes it in two).
+// MinDefaultMemoryCap is executor.Options.MemoryCap's default here on a GPU
+// of less than 16 GiB, else a sixteenth of its memory: a batch of 256
+// ImageNet-size photos needs about 120 MiB, one of 256 12-megapixel photos
+// about 11 GiB (run in parts under the cap; an H200's default of 8.8 GiB
+// takes it in two). A batch that needs more runs in parts; an image that
+// alone needs more fails.
 const MinDefaultMemoryCap = 1 << 30
 
 // ArenaKeep is the device memory an executor keeps between batches: what
@@ -54,18 +48,15 @@ const MinDefaultMemoryCap = 1 << 30
 // burst of large photos does not hold gigabytes for the life of the model.
 const ArenaKeep = 512 << 20
 
-// DefaultHWShare is the share of JPEGs sent to the hardware engines when
-// the GPU has them. Measured on an H200 (docs/perf.md): with one instance
-// per GPU, Triton's default, the engines doubled the hybrid decoder's
-// throughput; with four, the hybrid decoder was 15% ahead.
+// DefaultHWShare is executor.Options.HWShare's default here: the share of
+// JPEGs sent to the hardware engines when the GPU has them. Measured on an
+// H200 (docs/perf.md): with one instance per GPU, Triton's default, the
+// engines doubled the hybrid decoder's throughput; with four, the hybrid
+// decoder was 15% ahead.
 const DefaultHWShare = 1.0
 
-// Dest is where one sample of one output goes: device memory on the
-// executor's GPU (Dev), or host memory (Host) when Dev is 0.
-type Dest struct {
-	Dev  cuda.DevicePtr
-	Host []byte
-}
+// Dest is executor.Dest, under the short name the batch code uses.
+type Dest = executor.Dest
 
 // Path names a decoder path, for statistics.
 type Path int
@@ -80,20 +71,21 @@ const (
 
 func (p Path) String() string { return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman"}[p] }
 
-// Steps are the stages a batch goes through, for per-stage timing: header
+// phases are the phases of a batch, timed in Executor.nanos: header
 // parsing and routing (host), decoding on every path (host clock, until the
 // last path is done), and the fused kernel with its descriptor upload
 // (device time, from CUDA events).
-var Steps = []string{"parse", "decode", "kernel"}
+var phases = [...]string{"parse", "decode", "kernel"}
 
 // Executor runs one compiled pipeline on one GPU. Calls are serialised:
 // Triton gives each instance its own executor.
 type Executor struct {
 	prog  *pipeline.Compiled
 	ch    *chain
-	opt   Options
+	opt   executor.Options
 	slot  []int // bytes per sample of each output
 	decNm string
+	steps []executor.Step // decode, then the kernel's operators
 
 	ctx   *cuda.Context
 	fused *kernels.Fused
@@ -120,14 +112,14 @@ type Executor struct {
 	retried   atomic.Int64
 	retryMu   sync.Mutex
 	lastRetry error
-	nanos     [3]atomic.Int64
-	result    executor.Result
+	nanos     [len(phases)]atomic.Int64
+	result    *executor.Result
 }
 
 // New builds the executor: the pipeline's GPU form, the device's primary
 // context, a stream, the kernel module, and a hold on the GPU's shared
 // decoders (nvJPEG and CPU workers). Close releases all of it.
-func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
+func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error) {
 	ch, err := newChain(prog)
 	if err != nil {
 		return nil, err
@@ -143,6 +135,14 @@ func New(prog *pipeline.Compiled, opt Options) (e *Executor, err error) {
 	}
 	opt.HWShare = min(opt.HWShare, 1)
 	e = &Executor{prog: prog, ch: ch, opt: opt, decNm: prog.Nodes[0].Name}
+	e.steps = append(e.steps, executor.NewStep(e.decNm))
+	if rest := prog.Nodes[1:]; len(rest) > 0 {
+		names := make([]string, len(rest))
+		for i, nd := range rest {
+			names[i] = nd.Name
+		}
+		e.steps = append(e.steps, executor.NewStep(names...))
+	}
 	for _, o := range prog.Outputs {
 		if !o.Spec.Static() {
 			return nil, fmt.Errorf("output %s: shape %v is not static", o.Name, o.Spec.Dims)
@@ -240,18 +240,27 @@ func (e *Executor) Workers() int { return len(e.sizers) }
 // SampleBytes is the byte size of one sample of output i.
 func (e *Executor) SampleBytes(i int) int { return e.slot[i] }
 
-// Decoded returns how many images each path has decoded since New.
-func (e *Executor) Decoded() (n [numPaths]int64) {
-	for p := range n {
-		n[p] = e.decoded[p].Load()
-	}
-	return n
-}
+// Steps are decode and, when the pipeline has more, the operators the
+// kernel runs.
+func (e *Executor) Steps() []executor.Step { return e.steps }
 
-// StepNanos sets dst[i] to the time spent in Steps[i] since New.
-func (e *Executor) StepNanos(dst []int64) {
-	for i := range dst {
-		dst[i] = e.nanos[i].Load()
+// Stats reports the time of each phase, decode's step being parse and
+// decode and the kernel's the kernel, and the images each decoder path
+// decoded.
+func (e *Executor) Stats(st *executor.Stats) {
+	st.Phases = st.Phases[:0]
+	for i, name := range phases {
+		st.Phases = append(st.Phases, executor.Counter{Name: name, N: e.nanos[i].Load()})
+	}
+	st.StepNanos = append(st.StepNanos[:0], st.Phases[0].N+st.Phases[1].N)
+	if len(e.steps) > 1 {
+		st.StepNanos = append(st.StepNanos, st.Phases[2].N)
+	} else {
+		st.StepNanos[0] += st.Phases[2].N
+	}
+	st.Decoded = st.Decoded[:0]
+	for p := range Path(numPaths) {
+		st.Decoded = append(st.Decoded, executor.Counter{Name: p.String(), N: e.decoded[p].Load()})
 	}
 }
 
@@ -308,40 +317,18 @@ func (e *Executor) release() {
 // Run processes one batch into host memory, for tools and tests: the
 // Result is reused by the next Run.
 func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
-	if len(in) != 1 {
-		return nil, fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
+	if e.result == nil {
+		e.result = executor.NewResult(e.prog)
 	}
-	n := len(in[0])
-	r := &e.result
-	if r.Outputs == nil {
-		for _, o := range e.prog.Outputs {
-			r.Outputs = append(r.Outputs, executor.Output{Name: o.Name, Spec: o.Spec})
-		}
-	}
-	dst := make([][]Dest, len(r.Outputs))
-	for i := range r.Outputs {
-		need := n * e.slot[i]
-		if cap(r.Outputs[i].Data) < need {
-			r.Outputs[i].Data = make([]byte, need)
-		}
-		r.Outputs[i].Data = r.Outputs[i].Data[:need]
-		clear(r.Outputs[i].Data)
-		dst[i] = make([]Dest, n)
-		for s := range n {
-			dst[i][s].Host = r.Outputs[i].Data[s*e.slot[i] : (s+1)*e.slot[i]]
-		}
-	}
-	r.Errs = make([]error, n)
-	if err := e.RunInto(in, dst, r.Errs); err != nil {
+	if err := executor.Run(e, in, e.result); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return e.result, nil
 }
 
-// RunInto processes one batch: in[0][s] is sample s's encoded image,
-// dst[i][s] where sample s of output i goes, errs[s] its error (nil on
-// success; a failed sample's destinations are left as they were). The
-// error return is for a malformed call or a failure of the GPU itself.
+// RunInto is executor.Executor's: the kernel writes device destinations
+// in place and host ones through a staging copy. A failed sample's
+// destinations are left as they were.
 func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -366,7 +353,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 		}
 	}
 	if len(errs) != n {
-		return fmt.Errorf("got %d error slots for %d samples", len(errs), n)
+		return fmt.Errorf("room for %d sample errors, the batch has %d samples", len(errs), n)
 	}
 	if n == 0 {
 		return nil
@@ -426,7 +413,7 @@ func (e *Executor) RunOnDevice(in [][][]byte) ([]error, error) {
 	for i := range dst {
 		dst[i] = make([]Dest, n)
 		for s := range n {
-			dst[i][s].Dev = e.devOut[i] + cuda.DevicePtr(s*e.slot[i])
+			dst[i][s].Dev = uintptr(e.devOut[i]) + uintptr(s*e.slot[i])
 		}
 	}
 	errs := make([]error, n)

@@ -154,7 +154,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer cpu.Close()
-				g, err := New(compile(t, c.text), Options{HWShare: share})
+				g, err := New(compile(t, c.text), executor.Options{HWShare: share})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,9 +218,11 @@ func TestGPUMatchesCPU(t *testing.T) {
 						}
 					}
 				}
-				d := g.Decoded()
+				var st executor.Stats
+				g.Stats(&st)
+				d := st.Decoded
 				t.Logf("%d images ok, %d failed alike; worst mean |diff| %.3f (%s), worst max %.2f; decoded hardware %d, hybrid %d, cpu %d",
-					ok, failed, worstMean, filepath.Base(worstFile), worstMax, d[PathHardware], d[PathHybrid], d[PathCPU])
+					ok, failed, worstMean, filepath.Base(worstFile), worstMax, d[PathHardware].N, d[PathHybrid].N, d[PathCPU].N)
 				if ok == 0 {
 					t.Error("no image succeeded")
 				}
@@ -276,7 +278,7 @@ func TestGPUMemoryReleased(t *testing.T) {
 	// their own on first use.
 	for round := range 4 {
 		before := free()
-		g, err := New(compile(t, text), Options{})
+		g, err := New(compile(t, text), executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +303,7 @@ func TestGPUMemoryCap(t *testing.T) {
 	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
 	small := testimg.JPEG(400, 300, 1) // 360 kB decoded
 	big := testimg.JPEG(2000, 1500, 2) // 9 MB decoded
-	g, err := New(compile(t, text), Options{MemoryCap: 4 << 20})
+	g, err := New(compile(t, text), executor.Options{MemoryCap: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +347,7 @@ func TestGPUMemoryCap(t *testing.T) {
 func TestGPUDestinations(t *testing.T) {
 	gputest.Require(t)
 	text := fmt.Sprintf(letterbox, "linear", "FP32")
-	g, err := New(compile(t, text), Options{})
+	g, err := New(compile(t, text), executor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +377,7 @@ func TestGPUDestinations(t *testing.T) {
 		dst[i] = make([]Dest, n)
 		for s := range n {
 			if (s+i)%2 == 0 {
-				dst[i][s].Dev = devs[i] + cuda.DevicePtr(s*sz)
+				dst[i][s].Dev = uintptr(devs[i]) + uintptr(s*sz)
 			} else {
 				dst[i][s].Host = hosts[i][s*sz : (s+1)*sz]
 			}

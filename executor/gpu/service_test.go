@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/gputest"
 )
 
@@ -33,7 +34,7 @@ func TestGPUSharedService(t *testing.T) {
 	alone := make([][][]byte, len(texts))
 	alonePaths := make([][]Path, len(texts))
 	for i, text := range texts {
-		e, err := New(compile(t, text), Options{HWShare: 1})
+		e, err := New(compile(t, text), executor.Options{HWShare: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestGPUSharedService(t *testing.T) {
 
 	execs := make([]*Executor, len(texts))
 	for i, text := range texts {
-		e, err := New(compile(t, text), Options{HWShare: 1})
+		e, err := New(compile(t, text), executor.Options{HWShare: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

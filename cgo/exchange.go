@@ -13,10 +13,10 @@ import (
 	"github.com/sluice-dev/sluice/backend"
 )
 
-// slot is one request of an Execute call together with its response. It
+// exchange is one request of an Execute call together with its response. It
 // is both the backend.Request and the backend.Response handed to backend,
 // so the two cannot get out of step.
-type slot struct {
+type exchange struct {
 	st   *instanceState
 	req  *C.TRITONBACKEND_Request
 	resp *C.TRITONBACKEND_Response
@@ -25,10 +25,10 @@ type slot struct {
 // Input returns a request input. Data is Triton's own memory when the
 // input is one buffer (the usual case) and a copy in the instance's arena
 // when it is several; either way it is valid until Execute returns.
-func (s *slot) Input(name string) (backend.Input, error) {
+func (x *exchange) Input(name string) (backend.Input, error) {
 	var in *C.TRITONBACKEND_Input
 	// Error text is only built on failure: this runs for every request.
-	if e := C.TRITONBACKEND_RequestInput(s.req, s.st.names.get(name), &in); e != nil {
+	if e := C.TRITONBACKEND_RequestInput(x.req, x.st.names.get(name), &in); e != nil {
 		return backend.Input{}, goError("input "+name, e)
 	}
 	var (
@@ -41,7 +41,7 @@ func (s *slot) Input(name string) (backend.Input, error) {
 	if e := C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &chunks); e != nil {
 		return backend.Input{}, goError("input "+name, e)
 	}
-	data, err := s.inputData(in, name, uint64(size), uint32(chunks))
+	data, err := x.inputData(in, name, uint64(size), uint32(chunks))
 	if err != nil {
 		return backend.Input{}, err
 	}
@@ -55,7 +55,7 @@ func (s *slot) Input(name string) (backend.Input, error) {
 
 // inputData returns an input's bytes, without copying when Triton holds
 // them in one buffer.
-func (s *slot) inputData(in *C.TRITONBACKEND_Input, name string, size uint64, chunks uint32) ([]byte, error) {
+func (x *exchange) inputData(in *C.TRITONBACKEND_Input, name string, size uint64, chunks uint32) ([]byte, error) {
 	switch chunks {
 	case 0:
 		return nil, nil
@@ -65,7 +65,7 @@ func (s *slot) inputData(in *C.TRITONBACKEND_Input, name string, size uint64, ch
 	if size > math.MaxInt {
 		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, size)}
 	}
-	dst := s.st.arena.take(int(size))
+	dst := x.st.arena.take(int(size))
 	off := 0
 	for i := uint32(0); i < chunks; i++ {
 		b, err := inputBuffer(in, name, i)
@@ -111,8 +111,8 @@ func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, erro
 
 // Output adds an output to the response and returns its buffer, Triton's
 // host memory, to fill until Execute returns.
-func (s *slot) Output(name, dataType string, shape []int64) ([]byte, error) {
-	b, err := s.output(name, dataType, shape, C.TRITONSERVER_MEMORY_CPU, 0)
+func (x *exchange) Output(name, dataType string, shape []int64) ([]byte, error) {
+	b, err := x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_CPU, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +126,11 @@ func (s *slot) Output(name, dataType string, shape []int64) ([]byte, error) {
 // OutputOn adds an output and asks for its buffer in the memory of GPU
 // device. Triton may give host memory instead, when the consumer wants it
 // there; Buffer says which.
-func (s *slot) OutputOn(name, dataType string, shape []int64, device int) (backend.Buffer, error) {
-	return s.output(name, dataType, shape, C.TRITONSERVER_MEMORY_GPU, device)
+func (x *exchange) OutputOn(name, dataType string, shape []int64, device int) (backend.Buffer, error) {
+	return x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_GPU, device)
 }
 
-func (s *slot) output(name, dataType string, shape []int64, want C.TRITONSERVER_MemoryType, device int) (backend.Buffer, error) {
+func (x *exchange) output(name, dataType string, shape []int64, want C.TRITONSERVER_MemoryType, device int) (backend.Buffer, error) {
 	dt, elemSize, ok := dataTypeByName(dataType)
 	if !ok {
 		return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: unknown data type %q", name, dataType)}
@@ -149,7 +149,7 @@ func (s *slot) output(name, dataType string, shape []int64, want C.TRITONSERVER_
 		cshape = (*C.int64_t)(unsafe.Pointer(&shape[0]))
 	}
 	var out *C.TRITONBACKEND_Output
-	if e := C.TRITONBACKEND_ResponseOutput(s.resp, &out, s.st.names.get(name), dt, cshape, C.uint32_t(len(shape))); e != nil {
+	if e := C.TRITONBACKEND_ResponseOutput(x.resp, &out, x.st.names.get(name), dt, cshape, C.uint32_t(len(shape))); e != nil {
 		return backend.Buffer{}, goError("output "+name, e)
 	}
 	var (

@@ -1,0 +1,231 @@
+// Package executor runs a compiled pipeline over batches of encoded
+// images. Executor is what callers hold: New makes the CPU's, and other
+// kinds register themselves (the GPU's, package executor/gpu, as image
+// formats register with Go's image package), so that code which only
+// opens executors (the backend) links none of their device code.
+package executor
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sluice-dev/sluice/ops"
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+// Executor runs one compiled pipeline over batches. RunInto may be called
+// from several goroutines at once (the GPU executor serialises them).
+type Executor interface {
+	// RunInto processes one batch: in[i][s] is the encoded bytes of
+	// pipeline input i for sample s, dst[o][s] is where sample s of
+	// output o goes (SampleBytes(o) bytes), written once, and errs[s]
+	// gets the sample's error: nil, or a *SampleError. What a failed
+	// sample's destinations hold is undefined. The error return is for a
+	// malformed call (counts, sizes, a destination the executor cannot
+	// write) or a failure of the executor itself, not of a sample.
+	RunInto(in [][][]byte, dst [][]Dest, errs []error) error
+	// Steps are the parts of the work Stats times, in order.
+	Steps() []Step
+	// Stats fills st with the counters since the executor was made,
+	// reusing st's slices.
+	Stats(st *Stats)
+	// SampleBytes is the byte size of one sample of output o.
+	SampleBytes(o int) int
+	// Workers is the number of CPU threads that work on a batch.
+	Workers() int
+	// Close releases the executor, after a batch in flight. Idempotent.
+	Close()
+}
+
+// Dest is where one sample of one output goes: host memory (Host), or,
+// when Dev is not 0, device memory at address Dev on the executor's GPU.
+// The CPU executor writes host memory only.
+type Dest struct {
+	Host []byte
+	Dev  uintptr
+}
+
+// Step is a timed part of an executor's work, named by the pipeline
+// nodes it runs: one node, or several fused into one call (the CPU's
+// resize+crop, the GPU's kernel doing every operator after decode).
+type Step struct {
+	Name  string // the nodes joined by "+": how metrics and errors name it
+	Nodes []string
+}
+
+// NewStep makes the step that runs nodes.
+func NewStep(nodes ...string) Step {
+	return Step{Name: strings.Join(nodes, "+"), Nodes: nodes}
+}
+
+// Stats are an executor's counters since it was made. An executor fills
+// those it keeps, always in the same order, and leaves the others empty.
+type Stats struct {
+	// StepNanos[i] is the time spent in Steps()[i]. On the CPU it is
+	// worker time summed over the workers, so it can exceed wall time.
+	StepNanos []int64
+	// Phases is the time spent in each phase of a batch, for executors
+	// whose phases are not their steps (the GPU's parse, decode, kernel).
+	Phases []Counter
+	// Decoded counts images by the decoder that took them (the GPU's
+	// hardware, hybrid, cpu).
+	Decoded []Counter
+}
+
+// Counter is one named count.
+type Counter struct {
+	Name string
+	N    int64
+}
+
+// Options tune an executor. The zero value is usable.
+type Options struct {
+	// Workers is the number of CPU threads working on a batch (on the
+	// GPU: decoding); 0 means GOMAXPROCS.
+	Workers int
+	// Limits bound each sample; the zero value means ops.DefaultLimits.
+	Limits ops.Limits
+
+	// The rest is for GPU executors; the CPU executor ignores it.
+
+	// Device is the GPU's ordinal.
+	Device int
+	// MemoryCap bounds the device memory the executor allocates itself
+	// (decoded images, descriptors, output staging); 0 means its
+	// default. A batch that needs more runs in parts; an image that
+	// alone needs more fails.
+	MemoryCap int64
+	// HWShare is the share of hardware-decodable JPEGs sent to the GPU's
+	// JPEG engines, the rest going to nvJPEG's hybrid decoder; negative
+	// means the executor's default.
+	HWShare float64
+}
+
+// The kinds of executor Open knows: KindGPU once package executor/gpu is
+// linked in.
+const (
+	KindCPU = "cpu"
+	KindGPU = "gpu"
+)
+
+// Opener makes an executor of one kind.
+type Opener func(prog *pipeline.Compiled, opt Options) (Executor, error)
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Opener{}
+)
+
+// Register makes an executor kind available to Open. Packages call it
+// from init.
+func Register(kind string, open Opener) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[kind]; dup {
+		panic("executor: kind registered twice: " + kind)
+	}
+	kinds[kind] = open
+}
+
+// Open makes an executor of the given kind for prog.
+func Open(kind string, prog *pipeline.Compiled, opt Options) (Executor, error) {
+	kindsMu.RLock()
+	open := kinds[kind]
+	kindsMu.RUnlock()
+	if open == nil {
+		return nil, fmt.Errorf("no %s executor in this program: its package is not linked in", kind)
+	}
+	return open(prog, opt)
+}
+
+func init() {
+	Register(KindCPU, func(prog *pipeline.Compiled, opt Options) (Executor, error) {
+		e, err := New(prog, opt)
+		if err != nil {
+			return nil, err // not a nil *CPU in a non-nil interface
+		}
+		return e, nil
+	})
+}
+
+// SampleError says which sample failed at which step, and why.
+type SampleError struct {
+	Index int
+	Node  string // the Step's name, or an output's
+	Err   error
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("sample %d: %s: %v", e.Index, e.Node, e.Err)
+}
+
+func (e *SampleError) Unwrap() error { return e.Err }
+
+// Cause classifies the failure (truncated, corrupt data, ...).
+func (e *SampleError) Cause() ops.Cause { return ops.CauseOf(e.Err) }
+
+// Result holds a batch's outputs in host memory and its per-sample
+// errors, for tools and tests (Run).
+type Result struct {
+	Outputs []Output
+	// Errs has one entry per sample: nil when the sample succeeded, else
+	// a *SampleError. A failed sample's output rows are zero.
+	Errs []error
+	dst  [][]Dest
+}
+
+// Output is one pipeline output for the whole batch: N samples of Spec,
+// contiguous, in native byte order.
+type Output struct {
+	Name string
+	Spec ops.Spec
+	Data []byte
+}
+
+// NewResult makes an empty Result for prog's outputs.
+func NewResult(prog *pipeline.Compiled) *Result {
+	r := &Result{dst: make([][]Dest, len(prog.Outputs))}
+	for _, o := range prog.Outputs {
+		r.Outputs = append(r.Outputs, Output{Name: o.Name, Spec: o.Spec})
+	}
+	return r
+}
+
+// Run processes one batch with x into r, whose buffers it reuses: the
+// batch's outputs are valid until the next Run with r.
+func Run(x Executor, in [][][]byte, r *Result) error {
+	n := 0
+	if len(in) > 0 {
+		n = len(in[0])
+	}
+	for o := range r.Outputs {
+		size := x.SampleBytes(o)
+		r.Outputs[o].Data = grow(r.Outputs[o].Data, n*size)
+		r.dst[o] = grow(r.dst[o], n)
+		for s := range n {
+			r.dst[o][s] = Dest{Host: r.Outputs[o].Data[s*size : (s+1)*size]}
+		}
+	}
+	r.Errs = grow(r.Errs, n)
+	clear(r.Errs)
+	if err := x.RunInto(in, r.dst, r.Errs); err != nil {
+		return err
+	}
+	for s, err := range r.Errs {
+		if err != nil {
+			for _, d := range r.dst {
+				clear(d[s].Host)
+			}
+		}
+	}
+	return nil
+}
+
+// grow returns s with length n, reusing its array when large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
