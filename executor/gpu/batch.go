@@ -71,10 +71,10 @@ func (e *Executor) parse(b *batch) {
 		}
 		smp.hdr = hdr
 		smp.h, smp.w = hdr.Height, hdr.Width
-		uh, uw := hdr.OrientedSize(e.ch.orient)
-		g := ops.NewGeom(uh, uw, e.ch.color, e.opt.Limits)
-		for k := range e.ch.stages {
-			st := &e.ch.stages[k]
+		uh, uw := hdr.OrientedSize(e.chain.orient)
+		g := ops.NewGeom(uh, uw, e.chain.color, e.opt.Limits)
+		for k := range e.chain.stages {
+			st := &e.chain.stages[k]
 			side := z.bindSide(k, st, b.dst, s, e.sideBlock(s))
 			err := st.op.GPU(&z.ctx, &g, side)
 			z.unbindSide(k)
@@ -83,8 +83,8 @@ func (e *Executor) parse(b *batch) {
 				return
 			}
 		}
-		if g.H != e.ch.outHW[0] || g.W != e.ch.outHW[1] || g.Color.Channels() < 1 {
-			o := e.prog.Outputs[e.ch.image]
+		if g.H != e.chain.outHW[0] || g.W != e.chain.outHW[1] || g.Color.Channels() < 1 {
+			o := e.prog.Outputs[e.chain.image]
 			e.fail(b, s, o.Name, fmt.Errorf("output of %dx%d does not fit %s's shape %v", g.H, g.W, o.Name, o.Spec.Dims))
 			return
 		}
@@ -109,7 +109,7 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	var path Path
 	switch {
 	case smp.hdr.Format != "JPEG":
-		smp.c = e.ch.srcC
+		smp.c = e.chain.srcC
 		return
 	case smp.hdr.HuffmanSequential():
 		path = PathHybrid
@@ -138,7 +138,7 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 // sideBlock is where sample s's side outputs bound for device memory
 // wait in pinned memory.
 func (e *Executor) sideBlock(s int) []byte {
-	n := e.ch.sideN
+	n := e.chain.sideN
 	if n == 0 {
 		return nil
 	}
@@ -164,7 +164,7 @@ func alignUp(n int) int { return (n + align - 1) &^ (align - 1) }
 // reached, and returns where the part ends. A sample that does not fit
 // alone fails.
 func (e *Executor) layout(b *batch, start int) (int, error) {
-	img := e.ch.image
+	img := e.chain.image
 	off, count, end := 0, 0, start
 	for ; end < len(b.in); end++ {
 		smp := &e.samples[end]
@@ -176,7 +176,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 			need += smp.planeBytes()
 		}
 		if b.dst[img][end].Dev == 0 {
-			need += alignUp(e.slot[img])
+			need += alignUp(e.sampleBytes[img])
 		}
 		if off+need+alignUp((count+1)*int(unsafe.Sizeof(kernels.Sample{}))) > e.mem.cap {
 			if count > 0 {
@@ -194,7 +194,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		}
 		if b.dst[img][end].Dev == 0 {
 			smp.stage = off
-			off += alignUp(e.slot[img])
+			off += alignUp(e.sampleBytes[img])
 		}
 		count++
 	}
@@ -285,7 +285,7 @@ func (e *Executor) hwCount(n int) int {
 
 // decodeOn runs one nvJPEG path's share on its lanes.
 func (e *Executor) decodeOn(p *jpegPath, list []int) error {
-	return p.decode(list, e.samples, e.mem.base, e.fused, e.ch.color == ops.Gray, e.bind)
+	return p.decode(list, e.samples, e.mem.base, e.fused, e.chain.color == ops.Gray, e.bind)
 }
 
 // decodeCPU decodes the listed samples on the CPU workers: with
@@ -295,7 +295,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
 	}
-	gray := e.ch.color == ops.Gray
+	gray := e.chain.color == ops.Gray
 	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
 		smp := &e.samples[s]
@@ -307,7 +307,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 			e.noteRetry(1, err)
 			smp.path = PathCPU
 		}
-		if err := w.decode(smp, e.ch.color, e.opt.Limits, e.mem.base); err != nil {
+		if err := w.decode(smp, e.chain.color, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)
 		}
 	})
@@ -357,7 +357,7 @@ func (e *Executor) parallel(n int, fn func(w *cpuWorker, z *sizer, i int)) {
 // kernel stage's time is the device's, from events around the upload and
 // the launch; the host's clock from t0 stands in if events fail.
 func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
-	img := e.ch.image
+	img := e.chain.image
 	base := e.mem.base
 	descSize := int(unsafe.Sizeof(kernels.Sample{}))
 	count, maxH, maxW := 0, 0, 0
@@ -365,7 +365,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		return err
 	}
 	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), end-start)
-	p := e.ch.params
+	p := e.chain.params
 	for s := start; s < end; s++ {
 		smp := &e.samples[s]
 		if smp.failed {
@@ -377,7 +377,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			dst = base + cuda.DevicePtr(smp.stage)
 		}
 		orient := 1
-		if e.ch.orient && smp.hdr.Orientation > 0 {
+		if e.chain.orient && smp.hdr.Orientation > 0 {
 			orient = smp.hdr.Orientation
 		}
 		desc[count] = kernels.Sample{
@@ -390,7 +390,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			OutH: int32(g.H), OutW: int32(g.W),
 		}
 		if g.HasFill {
-			for k, in := range e.ch.perm {
+			for k, in := range e.chain.perm {
 				p.Fill[k] = float32(g.Fill[in])
 			}
 		}
@@ -419,7 +419,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 				return err
 			}
 		}
-		for _, so := range e.ch.side {
+		for _, so := range e.chain.side {
 			if d := b.dst[so.output][s]; d.Dev != 0 {
 				if err := cuda.MemcpyHtoDAsync(cuda.DevicePtr(d.Dev), e.sideBlock(s)[so.at:so.at+so.size], e.main); err != nil {
 					return err

@@ -80,12 +80,12 @@ var phases = [...]string{"parse", "decode", "kernel"}
 // Executor runs one compiled pipeline on one GPU. Calls are serialised:
 // Triton gives each instance its own executor.
 type Executor struct {
-	prog  *pipeline.Compiled
-	ch    *chain
-	opt   executor.Options
-	slot  []int // bytes per sample of each output
-	decNm string
-	steps []executor.Step // decode, then the kernel's operators
+	prog        *pipeline.Compiled
+	chain       *chain
+	opt         executor.Options
+	sampleBytes []int // bytes per sample of each output
+	decNm       string
+	steps       []executor.Step // decode, then the kernel's operators
 
 	ctx   *cuda.Context
 	fused *kernels.Fused
@@ -134,7 +134,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		opt.HWShare = DefaultHWShare
 	}
 	opt.HWShare = min(opt.HWShare, 1)
-	e = &Executor{prog: prog, ch: ch, opt: opt, decNm: prog.Nodes[0].Name}
+	e = &Executor{prog: prog, chain: ch, opt: opt, decNm: prog.Nodes[0].Name}
 	e.steps = append(e.steps, executor.NewStep(e.decNm))
 	if rest := prog.Nodes[1:]; len(rest) > 0 {
 		names := make([]string, len(rest))
@@ -147,7 +147,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		if !o.Spec.Static() {
 			return nil, fmt.Errorf("output %s: shape %v is not static", o.Name, o.Spec.Dims)
 		}
-		e.slot = append(e.slot, o.Spec.Elems()*o.Spec.DType.Size())
+		e.sampleBytes = append(e.sampleBytes, o.Spec.Elems()*o.Spec.DType.Size())
 	}
 	if err := cuda.Init(); err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func (e *Executor) Device() int { return e.opt.Device }
 func (e *Executor) Workers() int { return len(e.sizers) }
 
 // SampleBytes is the byte size of one sample of output i.
-func (e *Executor) SampleBytes(i int) int { return e.slot[i] }
+func (e *Executor) SampleBytes(i int) int { return e.sampleBytes[i] }
 
 // Steps are decode and, when the pipeline has more, the operators the
 // kernel runs.
@@ -339,16 +339,16 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 		return fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
 	}
 	n := len(in[0])
-	if len(dst) != len(e.slot) {
-		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(e.slot))
+	if len(dst) != len(e.sampleBytes) {
+		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(e.sampleBytes))
 	}
 	for i, d := range dst {
 		if len(d) != n {
 			return fmt.Errorf("output %s: %d destinations for %d samples", e.prog.Outputs[i].Name, len(d), n)
 		}
 		for s := range d {
-			if d[s].Dev == 0 && len(d[s].Host) != e.slot[i] {
-				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", e.prog.Outputs[i].Name, s, len(d[s].Host), e.slot[i])
+			if d[s].Dev == 0 && len(d[s].Host) != e.sampleBytes[i] {
+				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", e.prog.Outputs[i].Name, s, len(d[s].Host), e.sampleBytes[i])
 			}
 		}
 	}
@@ -369,7 +369,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 		}
 	}()
 	b := e.newBatch(in[0], dst, errs)
-	if sb := e.ch.sideN; sb > 0 {
+	if sb := e.chain.sideN; sb > 0 {
 		if err := e.growPinned(&e.side, n*sb); err != nil {
 			return err
 		}
@@ -409,11 +409,11 @@ func (e *Executor) RunOnDevice(in [][][]byte) ([]error, error) {
 	if err := e.growDeviceOut(n); err != nil {
 		return nil, err
 	}
-	dst := make([][]Dest, len(e.slot))
+	dst := make([][]Dest, len(e.sampleBytes))
 	for i := range dst {
 		dst[i] = make([]Dest, n)
 		for s := range n {
-			dst[i][s].Dev = uintptr(e.devOut[i]) + uintptr(s*e.slot[i])
+			dst[i][s].Dev = uintptr(e.devOut[i]) + uintptr(s*e.sampleBytes[i])
 		}
 	}
 	errs := make([]error, n)
@@ -436,7 +436,7 @@ func (e *Executor) growDeviceOut(n int) error {
 	}
 	defer unbind()
 	e.freeDeviceOut()
-	for _, sz := range e.slot {
+	for _, sz := range e.sampleBytes {
 		p, err := cuda.MemAlloc(max(n*sz, 1))
 		if err != nil {
 			e.freeDeviceOut()
