@@ -73,9 +73,29 @@ func (o *decodeOp) Link(consumers []Op) {
 
 // decodeState is one worker's decoder: a TurboJPEG handle and scratch
 // buffers, made on first use.
-type decodeState struct{ dec *codec.Decoder }
+type decodeState struct {
+	dec *codec.Decoder
+	// held bounds what the decoder's scratch buffers may hold since the
+	// last Trim: at most 4 bytes a pixel (CMYK samples, or the image
+	// before EXIF orientation).
+	held int
+}
 
 func (s *decodeState) Close() { s.dec.Close() }
+
+// Trim replaces the decoder after an image whose scratch may exceed keep
+// bytes: the codec keeps its buffers for the next image, and a new
+// decoder costs microseconds next to decoding an image that large.
+func (s *decodeState) Trim(keep int) int {
+	n := s.held
+	s.held = 0
+	if n <= keep {
+		return 0
+	}
+	s.dec.Close()
+	s.dec = codec.NewDecoder()
+	return n
+}
 
 func (o *decodeOp) NewState() (State, error) {
 	return &decodeState{dec: codec.NewDecoder()}, nil
@@ -106,6 +126,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	}
 	opt := codec.Options{Color: o.ccolor, Orient: o.orient, Scale: o.scale(h)}
 	oh, ow, oc := h.OutSize(opt)
+	st.held = max(st.held, 4*oh*ow)
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)
 	if err != nil {
 		return err

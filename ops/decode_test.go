@@ -305,3 +305,40 @@ func TestDecodeNoAllocs(t *testing.T) {
 		t.Errorf("got %dx%d full %v, want 120x160 full [320 240]", w, h, out[0].Full)
 	}
 }
+
+// TestDecodeTrim: after an image whose scratch may exceed the bound, Trim
+// replaces the worker's decoder (releasing the scratch an EXIF rotation
+// used) and reports it; the next image decodes the same.
+func TestDecodeTrim(t *testing.T) {
+	op := decodeTestOp(t, nil)
+	st, err := op.(ops.Stateful).NewState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr := st.(ops.Trimmer)
+	src := decodeTestEXIF(decodeTestJPEG(t, 400, 300), 6)
+	ctx := &ops.Ctx{State: st, Limits: ops.DefaultLimits}
+	in := []*ops.Tensor{{DType: ops.Uint8, Dims: []int{len(src)}, Data: src}}
+	decode := func() []byte {
+		out := []*ops.Tensor{{}}
+		if err := op.Run(ctx, in, out); err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Data
+	}
+	first := decode()
+	if n := tr.Trim(1 << 20); n != 0 {
+		t.Errorf("Trim over a 480 kB bound released %d bytes", n)
+	}
+	decode()
+	if n := tr.Trim(1000); n < 400*300*3 {
+		t.Errorf("Trim(1000) after a 400x300 image released %d bytes", n)
+	}
+	if n := tr.Trim(1000); n != 0 {
+		t.Errorf("a second Trim released %d bytes", n)
+	}
+	if !bytes.Equal(decode(), first) {
+		t.Error("the decoder made after Trim decodes differently")
+	}
+}
