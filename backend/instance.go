@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -31,7 +33,17 @@ type Instance struct {
 	sample []error // per sample of the batch, from the executor
 	errs   []error // per request, returned by Execute
 	counts counters
+
+	// The scratch buffers go after idleRelease without an Execute.
+	idle     *time.Timer
+	lastExec time.Time
 }
+
+// idleRelease is how long an instance keeps its scratch buffers (up to
+// max_batch_bytes) after its last Execute. Traffic keeps them; a burst
+// that ended gives them back, and internal/reclaim returns the memory to
+// the OS within seconds after that.
+const idleRelease = 5 * time.Second
 
 // reqState is one request's place in the batch and its fate.
 type reqState struct {
@@ -82,7 +94,7 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	for i, o := range m.Pipeline.Outputs {
 		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: exec.SampleBytes(i)}
 	}
-	inst.resp = newResponder(outs, outDevice)
+	inst.resp = newResponder(outs, outDevice, m.Params.MaxBatchBytes)
 	inst.counts.start(exec)
 	if !m.register(inst) {
 		exec.Close()
@@ -101,8 +113,32 @@ func (inst *Instance) Close() {
 		return
 	}
 	inst.closed = true
+	if inst.idle != nil {
+		inst.idle.Stop()
+	}
+	reclaim.Released(inst.resp.release())
 	inst.exec.Close()
 	inst.model.forget(inst)
+}
+
+// releaseIdle runs idleRelease after an Execute; an Execute since then has
+// set the timer again.
+func (inst *Instance) releaseIdle() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if !inst.closed && time.Since(inst.lastExec) >= idleRelease {
+		reclaim.Released(inst.resp.release())
+	}
+}
+
+// touch records an Execute and (re)starts the idle timer.
+func (inst *Instance) touch() {
+	inst.lastExec = time.Now()
+	if inst.idle == nil {
+		inst.idle = time.AfterFunc(idleRelease, inst.releaseIdle)
+	} else {
+		inst.idle.Reset(idleRelease)
+	}
 }
 
 // Execute runs one batch of requests: it collects every request's images
@@ -129,6 +165,9 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 		}
 		inst.col.reset()
 		clear(inst.sample) // drop the per-sample errors
+		if !inst.closed {
+			inst.touch()
+		}
 	}()
 
 	if inst.closed {
@@ -171,8 +210,10 @@ func (inst *Instance) collect(reqs []Request) int {
 func (inst *Instance) run(n int, resps []Response) bool {
 	inst.resp.prepare(n)
 	inst.sample = zeroed(inst.sample, n)
-	inst.placeAll(n, resps)
-	err := inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample)
+	err := inst.placeAll(n, resps)
+	if err == nil {
+		err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample)
+	}
 	if err == nil {
 		return true
 	}
@@ -190,7 +231,9 @@ func (inst *Instance) run(n int, resps []Response) bool {
 // outputs cannot be placed fails, its samples going to scratch memory. A
 // panic (in Triton's response code) fails the request it hit and those
 // after it, as Execute's recovery would; the ones before it still run.
-func (inst *Instance) placeAll(n int, resps []Response) {
+// An error (scratch memory over the budget: a bug) leaves the batch unfit
+// to run.
+func (inst *Instance) placeAll(n int, resps []Response) (err error) {
 	i := 0
 	defer func() {
 		p := recover()
@@ -201,7 +244,9 @@ func (inst *Instance) placeAll(n int, resps []Response) {
 		for ; i < len(inst.reqs); i++ {
 			if r := &inst.reqs[i]; !r.failed {
 				inst.fail(i, panicError(p))
-				inst.resp.toScratch(r.start, r.n, n)
+				if serr := inst.resp.toScratch(r.start, r.n, n); serr != nil {
+					err = serr
+				}
 			}
 		}
 	}()
@@ -214,11 +259,14 @@ func (inst *Instance) placeAll(n int, resps []Response) {
 		if i < len(resps) {
 			resp = resps[i]
 		}
-		if err := inst.resp.place(resp, r.start, r.n); err != nil {
-			inst.fail(i, err)
-			inst.resp.toScratch(r.start, r.n, n)
+		if perr := inst.resp.place(resp, r.start, r.n); perr != nil {
+			inst.fail(i, perr)
+			if err = inst.resp.toScratch(r.start, r.n, n); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // respond settles every request still standing: its outputs are in

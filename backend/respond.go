@@ -17,17 +17,19 @@ type respondOutput struct {
 // responder places each request's outputs in its response before the
 // batch runs, and points the executor's per-sample destinations into
 // them: the executor writes every sample once, where it goes. Its slices
-// only grow, and are kept from call to call.
+// are kept from call to call; the scratch buffers, up to max_batch_bytes
+// in all, until the instance has been idle a while.
 type responder struct {
 	outputs []respondOutput
 	device  int               // the GPU whose memory outputs may go to, or -1: host only
+	limit   int64             // max_batch_bytes
 	dst     [][]executor.Dest // per output, per sample of the batch
 	scratch [][]byte          // per output: where samples of failed requests go
 	shape   []int64           // scratch for Output's shape argument
 }
 
-func newResponder(outputs []respondOutput, device int) *responder {
-	return &responder{outputs: outputs, device: device,
+func newResponder(outputs []respondOutput, device int, limit int64) *responder {
+	return &responder{outputs: outputs, device: device, limit: limit,
 		dst: make([][]executor.Dest, len(outputs)), scratch: make([][]byte, len(outputs))}
 }
 
@@ -85,22 +87,35 @@ func (r *responder) place(resp Response, start, n int) error {
 
 // toScratch sends samples [start, start+n) of a batch of batch samples,
 // whose request has failed, to host memory no one reads: they are in the
-// batch already.
-func (r *responder) toScratch(start, n, batch int) {
+// batch already. The load checked that max_batch_size samples of every
+// output fit max_batch_bytes, and the collector takes no more; the check
+// here keeps a bug from allocating without a bound.
+func (r *responder) toScratch(start, n, batch int) error {
+	var need int64
+	for _, o := range r.outputs {
+		need += int64(batch) * int64(o.sample)
+	}
+	if need > r.limit {
+		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("a batch of %d samples needs %d bytes of outputs, over max_batch_bytes %d", batch, need, r.limit)}
+	}
 	for o := range r.outputs {
 		size := r.outputs[o].sample
-		buf := r.scratchFor(o, batch*size)
+		if len(r.scratch[o]) < batch*size {
+			r.scratch[o] = make([]byte, batch*size)
+		}
 		for k := start; k < start+n; k++ {
-			r.dst[o][k] = executor.Dest{Host: buf[k*size : (k+1)*size]}
+			r.dst[o][k] = executor.Dest{Host: r.scratch[o][k*size : (k+1)*size]}
 		}
 	}
+	return nil
 }
 
-// scratchFor returns output o's scratch buffer, grown to at least need
-// bytes.
-func (r *responder) scratchFor(o, need int) []byte {
-	if len(r.scratch[o]) < need {
-		r.scratch[o] = make([]byte, need)
+// release drops the scratch buffers and returns how many bytes they held.
+func (r *responder) release() int {
+	n := 0
+	for o := range r.scratch {
+		n += cap(r.scratch[o])
+		r.scratch[o] = nil
 	}
-	return r.scratch[o]
+	return n
 }

@@ -246,6 +246,7 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 			err = &SampleError{Index: s, Node: node, Err: fmt.Errorf("internal error: %v\n%s", p, debug.Stack())}
 		}
 		w.unbind()
+		w.trim(ops.RetainBytes)
 	}()
 	for i := range w.inputs {
 		t := &w.inputs[i]
@@ -361,7 +362,27 @@ func (w *worker) unbind() {
 	}
 }
 
+// trim lets go of the tensors and operator scratch over keep bytes that
+// the last sample grew, and returns how many bytes it let go of.
+func (w *worker) trim(keep int) int {
+	n := 0
+	for i := range w.vals {
+		for p := range w.vals[i] {
+			n += w.vals[i][p].Release(keep)
+		}
+	}
+	for i := range w.ctx {
+		if t, ok := w.ctx[i].State.(ops.Trimmer); ok {
+			n += t.Trim(keep)
+		}
+	}
+	return n
+}
+
 func (w *worker) close() {
+	// Counted as let go of, so that an unloaded model's memory goes back
+	// to the OS soon.
+	w.trim(0)
 	for i := range w.ctx {
 		if st := w.ctx[i].State; st != nil {
 			st.Close()

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
 )
@@ -104,11 +105,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
-	if n > pinnedKeep {
-		// A large image's buffer is not kept: the pool would hold it per
-		// core for as long as the model stays loaded.
-		defer w.freePinned()
-	}
+	defer w.trim(smp.h * smp.w * 4)
 	if len(w.pinned) < n {
 		if w.pinned != nil {
 			cuda.MemFreeHost(w.pinned)
@@ -127,9 +124,22 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	return w.stream.Synchronize()
 }
 
-// pinnedKeep is the largest upload buffer a worker keeps between images:
-// an ImageNet-size photo needs under 1 MiB, a 12-megapixel one 36 MiB.
-const pinnedKeep = 16 << 20
+// trim lets go of what an image of up to held bytes of scratch grew, when
+// that is over ops.RetainBytes: the pinned buffer (pinning is slow, but so
+// is decoding such an image on the CPU) and the decoder's scratch (CMYK
+// samples, at most 4 bytes a pixel). Kept, they would be held per core for
+// as long as the model stays loaded.
+func (w *cpuWorker) trim(held int) {
+	if held <= ops.RetainBytes {
+		return
+	}
+	if len(w.pinned) > ops.RetainBytes {
+		w.freePinned()
+	}
+	w.dec.Close()
+	w.dec = codec.NewDecoder()
+	reclaim.Released(held)
+}
 
 func (w *cpuWorker) freePinned() {
 	if w.pinned != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 // huffman is nvJPEG's decoupled decoders for progressive JPEGs, which no
@@ -110,7 +111,7 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	if serr := w.stream.Synchronize(); err == nil {
 		err = serr
 	}
-	if smp.w*smp.h*3 > pinnedKeep {
+	if smp.w*smp.h*3 > ops.RetainBytes {
 		// nvJPEG's buffers only grow: a large image's go with a new state.
 		if n, nerr := dec.NewState(nvjpeg.OutputYUV); nerr == nil {
 			(*st).Close()
