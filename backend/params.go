@@ -23,7 +23,8 @@ type Params struct {
 	// Limits bound each image, checked before anything is allocated.
 	Limits ops.Limits
 	// GPUMemory caps the device memory a KIND_GPU instance allocates for
-	// its batches; 0 means the executor's default (1 GiB).
+	// its batches; 0 means the executor's default (a sixteenth of the
+	// GPU's memory, at least 1 GiB).
 	GPUMemory int64
 	// HWShare is the share of hardware-decodable JPEGs a KIND_GPU
 	// instance sends to the GPU's JPEG engines; negative means the
