@@ -7,16 +7,33 @@
 #       wheel in .venv-triton; the 29 MB ICU data library is replaced by an empty one,
 #       as Triton converts no text through ICU), the python backend and its 3.12 stub,
 #       the tritonclient package, build/backends/sluice/libtriton_sluice.so (make backend
-#       first; BUILD_BACKEND=1 runs it) and the derived corpus JPEGs. Prints every size.
+#       first; BUILD_BACKEND=1 runs it), the derived corpus JPEGs, and for GT_PERF the
+#       tritonclient wheel's perf_analyzer and the baseline colour JPEGs of jpeg/derived and
+#       jpeg/native (picked with Pillow from .venv, PILLOW_PYTHON). Prints every size.
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
-#       /tmp/gt, writes a model repository (preprocess_gpu, preprocess_cpu, consumer_gpu,
-#       consumer_cpu, ensemble_gpu, ensemble_cpu), starts tritonserver, runs
-#       scripts/gpu_triton_check.py, stops the server. Results: $OUT/gpu_triton.json,
-#       $OUT/gpu_triton.md, $OUT/tritonserver.log, $OUT/gpu_triton_run.log (DIR/out when
-#       OUT is unset; the run log then goes to /tmp).
+#       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
+#       consumer_gpu, consumer_cpu, ensemble_gpu, ensemble_cpu, and preprocess_* and
+#       ensemble_* with a TYPE_STRING input, named *_bytes), starts tritonserver (ports
+#       GT_PORT, +1, +2: 18000), runs scripts/gpu_triton_check.py, then with GT_PERF=1 the
+#       perf_analyzer sweep, and stops the server. Results: $OUT/gpu_triton.json,
+#       $OUT/gpu_triton.md, $OUT/gpu_perf.md (the perf_analyzer table), $OUT/perf/ (its
+#       CSVs, logs, Triton's statistics around each run), $OUT/tritonserver.log,
+#       $OUT/gpu_triton_run.log (DIR/out when OUT is unset; the run log then goes to /tmp).
 #       Environment: GT_SECONDS (load seconds per row, 15), GT_STUB (another stub
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
-#       repository and stop).
+#       repository and stop), GT_CHECK=0 (skip gpu_triton_check.py), GT_MAX_BATCH
+#       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances,
+#       1), GT_CONSUMERS (consumer instances, 1), GT_CUDA_POOL (bytes, 8 GiB).
+#       GT_PERF=1: perf_analyzer over gRPC with system shared memory for inputs and
+#       outputs, against preprocess_<kind> and ensemble_<kind> (GT_PERF_MODELS,
+#       "preprocess ensemble"), kind GT_KIND (GPU; CPU for a machine without one), inputs
+#       GT_PERF_INPUT ("bytes": the *_bytes models, BYTES elements of any size; "uint8":
+#       the UINT8 [-1] models, each request's images zero-padded to the largest file, as
+#       perf_analyzer batches only tensors of one shape), client batch sizes GT_PERF_BATCH
+#       ("64 256"; also the models' preferred batch sizes), concurrency GT_PERF_CONC
+#       ("2 4 8"), windows GT_PERF_WINDOW_MS (2000), GT_PERF_STABILITY (15 %),
+#       GT_PERF_TRIALS (5), GT_STANDALONE ("64=17000 256=20000": adds a column, the share
+#       of `sluice bench --gpu 0` images/s at each batch size).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +45,8 @@ build() {
 	local dir=${1:-.bench/triton} venv=${TRITON_VENV:-$ROOT/.venv-triton} sp stage
 	mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || return 1
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
-	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/manifest.txt" "$dir/out"
+	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/manifest.txt" "$dir/out" \
+		"$dir/perf_analyzer.xz" "$dir/perf_jpegs"
 	sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
 	[ -x "$sp/pytriton/tritonserver/bin/tritonserver" ] || { echo "no tritonserver in $sp (scripts/triton.sh --install-only)" >&2; return 1; }
 
@@ -92,43 +110,134 @@ EOF
 	local corpus=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
 	mkdir -p "$dir/corpus" && cp "$corpus"/jpeg/derived/*.jpg "$dir/corpus/" || return 1
 	echo "corpus: $(ls "$dir/corpus" | wc -l) JPEGs, $(mb "$(size "$dir/corpus")")"
+	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
 		echo "built $(date -u +%FT%TZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
-		(cd "$dir" && ls -l tritonserver.tar.xz tritonclient.tar.xz libtriton_sluice.so.xz) | awk '{ print $5, $9 }'
+		(cd "$dir" && ls -l tritonserver.tar.xz tritonclient.tar.xz libtriton_sluice.so.xz perf_analyzer.xz) | awk '{ print $5, $9 }'
 	} >"$dir/manifest.txt"
 	echo "TOTAL $dir: $(mb "$(size "$dir")")"
 }
 
+# perf_analyzer (the tritonclient wheel's, stripped) and its images. It needs
+# libb64.so.0d and libcudart.so.12, which no stock system has: the run links
+# them from the pytriton wheel's libraries in tritonserver.tar.xz (and libssl,
+# libcrypto, should the system lack them). The images are the baseline colour
+# JPEGs of jpeg/derived and jpeg/native, split by Pillow as scripts/bench_gpu.py
+# splits them: the photos `sluice bench --gpu` is measured on.
+build_perf() {
+	local dir=$1 sp=$2 corpus=$3 stage=$4 venv=${TRITON_VENV:-$ROOT/.venv-triton}
+	local pa=$stage/perf_analyzer palibs=$stage/palibs libs=$sp/nvidia_pytriton.libs
+	cp "$venv/bin/perf_analyzer" "$pa" && strip --strip-unneeded "$pa" || return 1
+	mkdir -p "$palibs" &&
+		ln -s "$(ls "$libs"/libb64-*.so.0d | head -1)" "$palibs/libb64.so.0d" &&
+		ln -s "$(ls "$libs"/libcudart-*.so.12* | head -1)" "$palibs/libcudart.so.12" || return 1
+	local v; v=$(LD_LIBRARY_PATH=$palibs "$pa" --version 2>&1)
+	case $v in *"Perf Analyzer Version"*) ;; *) echo "the packed perf_analyzer does not start: ${v:0:300}" >&2; return 1 ;; esac
+	echo "perf_analyzer: $v; from the system: $(LD_LIBRARY_PATH=$palibs ldd "$pa" | awk '$3 ~ /^\// && $3 !~ /palibs/ { printf "%s ", $1 }')"
+	xz -9 -T0 -c "$pa" >"$dir/perf_analyzer.xz" || return 1
+	echo "perf_analyzer: $(mb "$(size "$venv/bin/perf_analyzer")"), stripped $(mb "$(size "$pa")"), xz $(mb "$(size "$dir/perf_analyzer.xz")")"
+
+	local py=${PILLOW_PYTHON:-$ROOT/.venv/bin/python}
+	mkdir -p "$dir/perf_jpegs" || return 1
+	"$py" - "$corpus" "$dir/perf_jpegs" <<'EOF' || { echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
+import pathlib, shutil, sys
+sys.path.insert(0, "scripts")
+from bench_gpu import classify
+corpus, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+files = sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g"))
+for p in files:
+    if classify(p) == "baseline colour":
+        if (dst / p.name).exists():
+            sys.exit(f"two {p.name}")
+        shutil.copy(p, dst / p.name)
+EOF
+	echo "perf_jpegs: $(ls "$dir/perf_jpegs" | wc -l) baseline colour JPEGs, $(mb "$(size "$dir/perf_jpegs")")"
+}
+
 # ---------------------------------------------------------------- run (GPU machine)
 write_models() {
-	local m=$1 pre=$ROOT/model_repository/preprocess_imagenet
+	local m=$1 pre=$ROOT/model_repository/preprocess_imagenet mb=${GT_MAX_BATCH:-256}
 	rm -rf "$m" && mkdir -p "$m" || return 1
-	local kind name
+	# Preferred batch sizes: the client batch sizes perf_analyzer sends, and the largest.
+	local pref="" b
+	for b in ${GT_PERF_BATCH:-64 256} "$mb"; do
+		[[ $b =~ ^[1-9][0-9]*$ ]] && [ "$b" -le "$mb" ] || continue
+		[[ " $pref " == *" $b,"* ]] || pref="$pref $b,"
+	done
+	pref=${pref%,}
+	local batching="dynamic_batching { preferred_batch_size: [$pref ] max_queue_delay_microseconds: 2000 }"
+	local kind k name ig form sfx
 	for kind in GPU CPU; do
-		name=preprocess_${kind,,}
-		mkdir -p "$m/$name/1" && cp "$pre/1/model.sluice" "$m/$name/1/" || return 1
-		local ig="instance_group [ { kind: KIND_CPU, count: 1 } ]"
-		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: 1, gpus: [ 0 ] } ]"
-		sed -e "s/^name: .*/name: \"$name\"/" -e "s/^instance_group.*/$ig/" "$pre/config.pbtxt" >"$m/$name/config.pbtxt"
-		grep -q "kind: KIND_$kind" "$m/$name/config.pbtxt" || { echo "could not set instance_group in $name" >&2; return 1; }
+		k=${kind,,}
+		ig="instance_group [ { kind: KIND_CPU, count: 1 } ]"
+		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: ${GT_INSTANCES:-1}, gpus: [ 0 ] } ]"
+		# Two input forms: UINT8 [-1] (the shipped model's; a batch of a request is zero-padded
+		# to one length) and TYPE_STRING [1] (BYTES elements, any sizes, no padding).
+		for form in uint8 bytes; do
+			sfx=""
+			[ $form = bytes ] && sfx=_bytes
+			name=preprocess_$k$sfx
+			mkdir -p "$m/$name/1" && cp "$pre/1/model.sluice" "$m/$name/1/" || return 1
+			local edit=(-e "s/^name: .*/name: \"$name\"/" -e "s/^instance_group.*/$ig/"
+				-e "s/^max_batch_size: .*/max_batch_size: $mb/" -e "/^dynamic_batching {/,/^}/c\\$batching")
+			[ $form = bytes ] && edit+=(-e 's/data_type: TYPE_UINT8/data_type: TYPE_STRING/'
+				-e 's/dims: \[ -1 \].*/dims: [ 1 ]/' -e '/allow_ragged_batch/d')
+			sed "${edit[@]}" "$pre/config.pbtxt" >"$m/$name/config.pbtxt"
+			local want
+			for want in "kind: KIND_$kind" "max_batch_size: $mb" "preferred_batch_size" \
+				"data_type: $([ $form = bytes ] && echo TYPE_STRING || echo TYPE_UINT8)"; do
+				grep -q "$want" "$m/$name/config.pbtxt" || { echo "could not set '$want' in $name" >&2; return 1; }
+			done
 
-		name=consumer_${kind,,}
+			name=ensemble_$k$sfx
+			mkdir -p "$m/$name/1"
+			cat >"$m/$name/config.pbtxt" <<EOF
+name: "$name"
+platform: "ensemble"
+max_batch_size: $mb
+input [ $([ $form = bytes ] && echo '{ name: "IMAGE", data_type: TYPE_STRING, dims: [ 1 ] }' ||
+				echo '{ name: "IMAGE", data_type: TYPE_UINT8, dims: [ -1 ] }') ]
+output [
+  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
+  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
+]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "preprocess_$k$sfx", model_version: -1
+      input_map { key: "IMAGE", value: "IMAGE" }
+      output_map { key: "PIXELS", value: "pixels" }
+    },
+    {
+      model_name: "consumer_$k", model_version: -1
+      input_map { key: "PIXELS", value: "pixels" }
+      output_map { key: "MEAN", value: "MEAN" }
+      output_map { key: "ON_GPU", value: "ON_GPU" }
+    }
+  ]
+}
+EOF
+		done
+
+		name=consumer_$k
 		mkdir -p "$m/$name/1"
 		cat >"$m/$name/config.pbtxt" <<EOF
 name: "$name"
 backend: "python"
-max_batch_size: 64
+max_batch_size: $mb
 input [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
 output [
   { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
   { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
 ]
-instance_group [ { kind: KIND_$kind, count: 1$([ $kind = GPU ] && echo ", gpus: [ 0 ]") } ]
+instance_group [ { kind: KIND_$kind, count: ${GT_CONSUMERS:-1}$([ $kind = GPU ] && echo ", gpus: [ 0 ]") } ]
 parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS", value: { string_value: "no" } }
 EOF
 		cat >"$m/$name/1/model.py" <<'EOF'
 # Reads PIXELS where Triton left it (GPU tensors through DLPack when it can)
 # and returns each image's mean, and whether the tensor arrived on the GPU.
+# On the GPU it costs one float32 reduction over the batch, in place, and a
+# copy of B floats to the host: it must not be what bounds the ensemble.
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -151,10 +260,10 @@ class TritonPythonModel:
             on_gpu = not t.is_cpu()
             if torch is not None:
                 x = torch.utils.dlpack.from_dlpack(t.to_dlpack())
-                mean = x.reshape(x.shape[0], -1).double().mean(dim=1, keepdim=True).float().cpu().numpy()
+                mean = x.reshape(x.shape[0], -1).mean(dim=1, keepdim=True).cpu().numpy()
             else:
                 x = t.as_numpy()
-                mean = x.reshape(x.shape[0], -1).astype(np.float64).mean(axis=1, keepdims=True).astype(np.float32)
+                mean = x.reshape(x.shape[0], -1).mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32)
             flag = np.full((mean.shape[0], 1), int(on_gpu), np.int32)
             if torch is not None:
                 # Through DLPack: the stub's numpy path returned empty
@@ -166,41 +275,13 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse(outs))
         return out
 EOF
-
-		name=ensemble_${kind,,}
-		mkdir -p "$m/$name/1"
-		cat >"$m/$name/config.pbtxt" <<EOF
-name: "$name"
-platform: "ensemble"
-max_batch_size: 64
-input [ { name: "IMAGE", data_type: TYPE_UINT8, dims: [ -1 ] } ]
-output [
-  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
-  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
-]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "preprocess_${kind,,}", model_version: -1
-      input_map { key: "IMAGE", value: "IMAGE" }
-      output_map { key: "PIXELS", value: "pixels" }
-    },
-    {
-      model_name: "consumer_${kind,,}", model_version: -1
-      input_map { key: "PIXELS", value: "pixels" }
-      output_map { key: "MEAN", value: "MEAN" }
-      output_map { key: "ON_GPU", value: "ON_GPU" }
-    }
-  ]
-}
-EOF
 	done
 }
 
 run() {
 	local dir=${1:-.bench/triton} t0=$SECONDS
 	dir=$(cd "$dir" && pwd) || { echo "no $1" >&2; return 1; }
-	local out=${OUT:-$dir/out} gt=/tmp/gt
+	local out=${OUT:-$dir/out} gt=${GT_TMP:-/tmp/gt}
 	mkdir -p "$out" "$gt"
 	local py=${PYTHON:-python3}
 	echo "== machine"
@@ -246,7 +327,8 @@ except Exception as e: print("torch: not importable:", e)'
 	write_models "$gt/models" || return 1
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
 
-	local hp=18000 gp=18001 mp=18002 log=$out/tritonserver.log
+	local hp=${GT_PORT:-18000} log=$out/tritonserver.log
+	local gp=$((hp + 1)) mp=$((hp + 2))
 	echo "== tritonserver"
 	(
 		export LD_LIBRARY_PATH="$libs${ldextra:+:$ldextra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -255,7 +337,7 @@ except Exception as e: print("torch: not importable:", e)'
 		export PATH
 		exec setsid "$ts/bin/tritonserver" --model-repository="$gt/models" --backend-directory="$gt/backends" \
 			--http-port=$hp --grpc-port=$gp --metrics-port=$mp --allow-gpu-metrics=false \
-			--cuda-memory-pool-byte-size=0:2147483648 \
+			--cuda-memory-pool-byte-size=0:"${GT_CUDA_POOL:-8589934592}" \
 			--strict-readiness=false --exit-on-error=false --exit-timeout-secs=10 \
 			--backend-config=python,shm-default-byte-size=16777216 --backend-config=python,shm-growth-byte-size=16777216 \
 			--log-verbose=0 </dev/null >"$log" 2>&1
@@ -281,21 +363,150 @@ except Exception as e: print("torch: not importable:", e)'
 	grep -E '^\| [a-z_]+ +\| [0-9]+ +\|' "$log" || tail -30 "$log"
 	grep -i -E 'error|fail|unable' "$log" | grep -v 'ensemble step' | head -20
 
-	# The corpus: DIR/corpus, else the one scripts/gpu.sh carries.
-	local corpus=$dir/corpus
-	[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
-	echo "== checks (corpus $corpus)"
-	PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
-		--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
-		--out "$out" --seconds "${GT_SECONDS:-15}"
-	local rc=$?
+	local rc=0
+	if [ "${GT_CHECK:-1}" != 0 ]; then
+		# The corpus: DIR/corpus, else the one scripts/gpu.sh carries.
+		local corpus=$dir/corpus
+		[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
+		echo "== checks (corpus $corpus)"
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
+			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
+			--out "$out" --seconds "${GT_SECONDS:-15}"
+		rc=$?
+	fi
+	if [ "${GT_PERF:-0}" = 1 ]; then
+		perf "$dir" "$gt" "$libs" "$out" "$py" $hp $gp || rc=1
+	fi
 
 	kill -TERM $pid 2>/dev/null
 	for _ in $(seq 1 150); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 	kill -KILL $pid 2>/dev/null
 	echo "== server log: errors and warnings"
 	grep -E '^[EW][0-9]{4}' "$log" | head -30
-	echo "done in $((SECONDS - t0)) s, check rc=$rc, results in $out"
+	echo "done in $((SECONDS - t0)) s, rc=$rc, results in $out"
+	return $rc
+}
+
+# ---------------------------------------------------------------- perf (GPU machine, GT_PERF=1)
+# perf_analyzer against the running server: preprocess_<kind> alone and
+# ensemble_<kind>, gRPC with inputs and outputs in system shared memory (no
+# payload copies through gRPC), the baseline colour JPEGs of DIR/perf_jpegs.
+perf() {
+	local dir=$1 gt=$2 libs=$3 out=$4 py=$5 hp=$6 gp=$7
+	local kind=${GT_KIND:-GPU} models=${GT_PERF_MODELS:-preprocess ensemble} forms=${GT_PERF_INPUT:-bytes}
+	local batches=${GT_PERF_BATCH:-64 256} concs=${GT_PERF_CONC:-2 4 8}
+	local win=${GT_PERF_WINDOW_MS:-2000} stab=${GT_PERF_STABILITY:-15} trials=${GT_PERF_TRIALS:-5}
+	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/perf_jpegs data=$gt/perf_data
+	local helper=$ROOT/scripts/gpu_triton_perf.py form b
+	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
+	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
+	for form in $forms; do
+		case $form in bytes | uint8) ;; *) echo "GT_PERF_INPUT takes bytes and uint8, not $form"; return 1 ;; esac
+	done
+	[ -f "$dir/perf_analyzer.xz" ] && [ -d "$jpegs" ] || { echo "no perf_analyzer.xz or perf_jpegs in $dir: build again"; return 1; }
+
+	# perf_analyzer needs libb64.so.0d and libcudart.so.12: links to the copies in the
+	# pytriton wheel's libraries; libssl.so.3 and libcrypto.so.3 the same where the system lacks them.
+	xz -dc "$dir/perf_analyzer.xz" >"$pa" && chmod +x "$pa" || return 1
+	rm -rf "$palibs" && mkdir -p "$palibs" || return 1
+	ln -s "$(ls "$libs"/libb64-*.so.0d | head -1)" "$palibs/libb64.so.0d"
+	ln -s "$(ls "$libs"/libcudart-*.so.12* | head -1)" "$palibs/libcudart.so.12"
+	local lib ldp=$palibs:$libs
+	for lib in libssl.so.3 libcrypto.so.3; do
+		if LD_LIBRARY_PATH=$palibs ldd "$pa" | grep -q "$lib => not found"; then
+			ln -s "$(ls "$libs/${lib%%.*}"-*.so.3 | head -1)" "$palibs/$lib" && echo "$lib: the system has none, the wheel's copy"
+		fi
+	done
+	local missing; missing=$(LD_LIBRARY_PATH=$ldp ldd "$pa" | grep 'not found')
+	[ -z "$missing" ] || { echo "FAIL: perf_analyzer cannot start, missing: $missing"; return 1; }
+	LD_LIBRARY_PATH=$ldp "$pa" --version || return 1
+
+	# Input data, one file per form. perf_analyzer writes each entry's batch (that entry and
+	# the next B-1) into a shared memory region of its own: entries x B x entry size in all.
+	# Fewer entries, evenly spread, when that would fill more than half of /dev/shm.
+	local bmax=0 avail n sum width
+	for b in $batches; do
+		[[ $b =~ ^[1-9][0-9]*$ ]] && [ "$b" -le "${GT_MAX_BATCH:-256}" ] || { echo "bad batch size $b (1..${GT_MAX_BATCH:-256})"; return 1; }
+		[ "$b" -gt $bmax ] && bmax=$b
+	done
+	avail=$(df -B1 --output=avail /dev/shm | tail -1)
+	read -r n sum width < <(stat -c %s "$jpegs"/* | awk '{ s += $1; if ($1 > w) w = $1 } END { print NR, s, w }')
+	echo "/dev/shm: $((avail >> 20)) MiB free; $n JPEGs, mean $((sum / n)) bytes, largest $width"
+	rm -rf "$data" && mkdir -p "$data" || return 1
+	local notes=()
+	for form in $forms; do
+		local per=$width flag=--pad limit=$n
+		[ $form = bytes ] && per=$((sum / n + 4)) flag=--bytes
+		if [ $((n * bmax * per)) -gt $((avail / 2)) ]; then
+			limit=$((avail / 2 / (bmax * per)))
+			[ $limit -ge 1 ] || { echo "FAIL: /dev/shm cannot hold one batch of $bmax ($form)"; return 1; }
+			echo "$form: $n entries would need $(((n * bmax * per) >> 20)) MiB of shared memory: taking $limit"
+		fi
+		"$py" "$ROOT/scripts/perf_data.py" -o "$data/$form.json" --corpus "$dir" --dirs perf_jpegs --limit $limit $flag \
+			2>"$data/$form.log" || { cat "$data/$form.log"; return 1; }
+		notes+=("$form: $(sed 's/^perf_data.py: //; s/ -> .*//' "$data/$form.log")")
+		echo "${notes[-1]}"
+	done
+
+	# Does the server read what perf_analyzer sends as the images themselves?
+	local pres="" checked
+	for form in $forms; do pres+=,preprocess_$k$([ $form = bytes ] && echo _bytes); done
+	checked=$("$py" "$helper" check --http 127.0.0.1:$hp --models "${pres#,}" --corpus "$jpegs" 2>&1)
+	local crc=$?
+	echo "$checked"
+
+	local raw=$out/perf runs=$out/perf/runs.tsv i=0 model c rc=$crc
+	rm -rf "$raw" && mkdir -p "$raw" && : >"$runs" || return 1
+	"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
+	for model in $models; do
+		case $model in preprocess | ensemble) ;; *) echo "GT_PERF_MODELS takes preprocess and ensemble, not $model"; return 1 ;; esac
+		for form in $forms; do
+			local sfx=""
+			[ $form = bytes ] && sfx=_bytes
+			local name=${model}_$k$sfx consumer=""
+			[ $model = ensemble ] && consumer=consumer_$k
+			for b in $batches; do
+				for c in $concs; do
+					local tag=$name.b$b.c$c note=""
+					local csv=$raw/$tag.csv log=$raw/$tag.log
+					local args=(-m "$name" -i grpc -u 127.0.0.1:$gp -b "$b" --concurrency-range "$c"
+						--input-data "$data/$form.json" --shared-memory system --measurement-interval "$win" -f "$csv")
+					LD_LIBRARY_PATH=$ldp timeout 150 "$pa" "${args[@]}" -s "$stab" --max-trials "$trials" >"$log" 2>&1
+					if [ ! -s "$csv" ] && grep -qi 'stable' "$log"; then
+						# Measure again and take what comes: the table says so.
+						note="not stable within $stab% in $trials windows: 3 more, as they came"
+						LD_LIBRARY_PATH=$ldp timeout 150 "$pa" "${args[@]}" -s 1000 --max-trials 3 >>"$log" 2>&1
+					fi
+					[ -s "$csv" ] || rc=1
+					i=$((i + 1))
+					"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_$i.json"
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$form" "$b" "$c" "preprocess_$k$sfx" "$consumer" \
+						"$csv" "$raw/stats_$((i - 1)).json" "$raw/stats_$i.json" "$log" "$note" >>"$runs"
+					echo "$tag: $(grep -m1 -E 'Throughput|rror' "$log" | sed 's/^ *//')${note:+ ($note)}"
+				done
+			done
+		done
+	done
+
+	local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+	{
+		echo "perf_analyzer 2.51.0 (the tritonclient wheel's), gRPC, \`--shared-memory system\` (inputs and outputs),"
+		echo "against tritonserver 2.51.0 on ${gpu:-no GPU}, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
+		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-1}" || echo 1),"
+		echo "max_batch_size ${GT_MAX_BATCH:-256}, $(grep -h -o 'preferred_batch_size: \[[^]]*\]' "$gt/models/preprocess_$k/config.pbtxt"));"
+		echo "\`ensemble_$k*\` = it + \`consumer_$k\` (python backend, count ${GT_CONSUMERS:-1}: each image's mean of PIXELS, with torch"
+		echo "through DLPack where PIXELS is, else numpy); CUDA memory pool $(( ${GT_CUDA_POOL:-8589934592} >> 20 )) MiB."
+		echo "Inputs: $(printf '%s; ' "${notes[@]}" | sed 's/; $//')."
+		echo "Windows of $win ms, stable within $stab%. requests/s x batch = images/s (perf_analyzer's infer/s); p50/p99 per"
+		echo "request. Server batch: inferences per execution of the preprocess model; ms/batch: compute per execution"
+		echo "(Triton's statistics over the whole run)."
+		echo
+		echo "$checked" | sed 's/^/    /'
+		echo
+		"$py" "$helper" table --runs "$runs" --standalone "${GT_STANDALONE:-}"
+	} >"$out/gpu_perf.md"
+	echo
+	cat "$out/gpu_perf.md"
 	return $rc
 }
 
