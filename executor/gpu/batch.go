@@ -107,9 +107,13 @@ var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
 func (e *Executor) route(w *cpuWorker, smp *sample) {
 	smp.path, smp.c = PathCPU, 3
 	var path Path
-	switch {
+	switch cs := smp.hdr.ColorSpace(); {
 	case smp.hdr.Format != "JPEG":
 		smp.c = e.chain.srcC
+		return
+	case cs != codec.SpaceYCbCr && cs != codec.SpaceGray:
+		// nvJPEG reads three components as YCbCr: an RGB-coded JPEG
+		// (Adobe transform 0) would come out in wrong colours.
 		return
 	case smp.hdr.HuffmanSequential():
 		path = PathHybrid

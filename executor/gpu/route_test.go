@@ -1,0 +1,58 @@
+package gpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/gputest"
+	"github.com/sluice-dev/sluice/internal/testimg"
+)
+
+// TestGPURGBJPEG: a JPEG whose components are R, G and B (an Adobe marker
+// with transform 0, as libjpeg writes with JCS_RGB) goes to the CPU
+// decoder, which honours the marker, and comes out as the CPU executor's;
+// nvJPEG would read it as YCbCr.
+func TestGPURGBJPEG(t *testing.T) {
+	gputest.Require(t)
+	const w, h = 320, 240
+	rgb := make([]byte, w*h*3)
+	for y := range h {
+		for x := range w {
+			p := rgb[(y*w+x)*3:]
+			p[0], p[1], p[2] = byte(x), byte(y), byte(255-x/2)
+		}
+	}
+	src, err := testimg.LibJPEG(rgb, w, h, testimg.LibJPEGOptions{Quality: 90, RGB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
+	cpu, err := executor.New(compile(t, text), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	g, err := New(compile(t, text), executor.Options{HWShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	in := [][][]byte{{src}}
+	want, err := cpu.Run(in)
+	if err != nil || want.Errs[0] != nil {
+		t.Fatalf("CPU: %v %v", err, want.Errs)
+	}
+	wantPix := values(want.Outputs[0].Data, want.Outputs[0].Spec.DType)
+	got, err := g.Run(in)
+	if err != nil || got.Errs[0] != nil {
+		t.Fatalf("GPU: %v %v", err, got.Errs)
+	}
+	if p := g.samples[0].path; p != PathCPU {
+		t.Errorf("an RGB-coded JPEG went to the %s decoder, want cpu", p)
+	}
+	mean, mx := compare(values(got.Outputs[0].Data, got.Outputs[0].Spec.DType), wantPix, got.Outputs[0].Spec, cases()[0])
+	if mean > 0.5 || mx > 4 {
+		t.Errorf("mean |diff| %.3f, max %.2f on the 0..255 scale (bounds 0.5, 4)", mean, mx)
+	}
+}
