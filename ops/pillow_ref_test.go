@@ -118,8 +118,9 @@ func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) [
 		return out
 	}
 	// A pass whose size does not change is skipped. Both passes: Pillow 13
-	// goes vertical first when the height loses over twice as many pixels
-	// as the width, else horizontal first.
+	// goes vertical first when the height shrinks by over twice as many
+	// pixels as the width (which may grow), else horizontal first (checked
+	// against Pillow 13.0.0 by comparing with two one-axis resizes).
 	switch {
 	case sh == dh && sw == dw:
 		return append([]byte(nil), src...)
