@@ -5,8 +5,8 @@
 #                  the foreground (Ctrl-C stops it); HTTP_PORT, GRPC_PORT,
 #                  METRICS_PORT override 8000/8001/8002
 #   make run-bg    the same in the background; make stop ends it
-#   make test      gofmt, go vet, go test, the accuracy tests, the real-server tests
-#                  (tests/triton in Python, client/ in Go)
+#   make test      gofmt, go vet, go test, the accuracy tests and their mutation
+#                  check, the real-server tests (tests/triton in Python, client/ in Go)
 
 GO       ?= go
 PYTHON   ?= python3
@@ -15,7 +15,7 @@ BUILD    := build
 CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
-.PHONY: all build setup deps test-deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
+.PHONY: all build setup deps test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean
 
 all: build
@@ -60,19 +60,38 @@ backend: turbojpeg-pic
 turbojpeg-pic: deps
 	scripts/turbojpeg-pic.sh $(BUILD)/turbojpeg-pic
 
+# gofmt's own failure (a file that does not parse) fails too.
 vet: test-deps
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	@out=$$(gofmt -l $$(git ls-files '*.go')) || { echo "gofmt failed"; exit 1; }; \
+	  test -z "$$out" || { echo "$$out"; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
+# cuda.h and nvjpeg.h of CUDA 12 and 13, from NVIDIA's wheels
+# (scripts/cuda_headers.sh): the bindings in kernels/cuda and kernels/nvjpeg
+# are checked against both. No GPU needed.
+CUDA_HEADERS := $(abspath $(BUILD)/cuda-headers)
+cuda-headers: venv
+	scripts/cuda_headers.sh $(CUDA_HEADERS) $(VENV)/bin/python
+
 # turbojpeg-pic: cgo's test builds the backend library and checks its symbols.
-gotest: test-deps turbojpeg-pic
+gotest: test-deps turbojpeg-pic cuda-headers
 	$(GO) test ./...
+	for v in 12 13; do \
+	  SLUICE_CUDA_H=$(CUDA_HEADERS)/$$v/cuda.h SLUICE_NVJPEG_H=$(CUDA_HEADERS)/$$v/nvjpeg.h \
+	    $(GO) test -count=1 -run 'SymbolNames|Header|SymbolsDeclared' ./kernels/cuda ./kernels/nvjpeg || exit 1; \
+	done
 
 # tests/triton runs in its own venv (tritonclient needs numpy < 2): test-triton.
 pytest: build venv test-deps
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests --ignore=tests/triton
 
-test: vet gotest pytest test-triton test-client
+# Plants small defects in the operators, one at a time, and checks that
+# go test ./ops and the accuracy tests both fail on each
+# (scripts/mutation_check.sh; a few minutes; needs the corpus).
+mutation: deps venv
+	scripts/mutation_check.sh $(VENV)/bin/python
+
+test: vet gotest pytest mutation test-triton test-client
 
 # Real Triton: tritonserver 2.51.0 from the nvidia-pytriton wheel, tritonclient
 # and perf_analyzer, in their own venv (tests/triton/requirements.txt); on

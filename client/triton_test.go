@@ -91,6 +91,9 @@ func photo(t *testing.T) []byte {
 			return b
 		}
 	}
+	if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
+		t.Fatalf("no corpus photo under %s (SLUICE_REQUIRE_CORPUS=1)", corpus)
+	}
 	t.Logf("no corpus photo under %s: a generated JPEG", corpus)
 	return testimg.JPEG(320, 240, 0)
 }

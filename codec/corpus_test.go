@@ -13,13 +13,18 @@ import (
 
 // The shared image corpus lives outside the repository: $SLUICE_CORPUS, or
 // ../shared/corpus next to the repository root. Tests that need it skip
-// when it is absent, so a fresh clone still passes.
+// when it is absent, so a fresh clone still passes, or fail where
+// SLUICE_REQUIRE_CORPUS=1 (CI).
 
 func corpusDir(t testing.TB) string {
 	t.Helper()
 	dir, err := findCorpus()
 	if err != nil {
-		t.Skipf("image corpus not found (set SLUICE_CORPUS): %v", err)
+		msg := fmt.Sprintf("image corpus not found (set SLUICE_CORPUS): %v", err)
+		if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	return dir
 }

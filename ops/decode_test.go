@@ -153,6 +153,29 @@ func TestDecodeRun(t *testing.T) {
 	}
 }
 
+// TestDecodeChannelOrder: a PNG (lossless) comes out with its own pixel
+// values in each channel order.
+func TestDecodeChannelOrder(t *testing.T) {
+	img := decodeTestImage(21, 13)
+	var p bytes.Buffer
+	if err := png.Encode(&p, img); err != nil {
+		t.Fatal(err)
+	}
+	for col, order := range map[string][]int{"RGB": {0, 1, 2}, "BGR": {2, 1, 0}, "RGBA": {0, 1, 2, 3}, "BGRA": {2, 1, 0, 3}} {
+		out, err := decodeTestRun(t, decodeTestOp(t, ops.Args{"color": ops.StrVal(col)}), p.Bytes(), ops.DefaultLimits)
+		if err != nil {
+			t.Fatalf("%s: %v", col, err)
+		}
+		for i := range 13 * 21 {
+			for k, src := range order {
+				if got, want := out.Data[i*len(order)+k], img.Pix[i*4+src]; got != want {
+					t.Fatalf("%s: pixel %d channel %d = %d, want %d", col, i, k, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestDecodeOrient(t *testing.T) {
 	src := decodeTestEXIF(decodeTestJPEG(t, 40, 24), 6)
 	out, err := decodeTestRun(t, decodeTestOp(t, nil), src, ops.DefaultLimits)

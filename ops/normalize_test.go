@@ -63,7 +63,7 @@ func TestNormalizeCHWFloat32(t *testing.T) {
 func TestNormalizeHWCReorderUint8(t *testing.T) {
 	in := testImage(2, 4, RGBA)
 	op, spec := buildNormalize(t, Spec{DType: Uint8, Dims: []int{2, 4, 4}, Color: RGBA}, Args{
-		"layout": StrVal("HWC"), "dtype": StrVal("UINT8"), "order": StrVal("BGR"), "mean": FloatsVal(100), "std": FloatsVal(0.5),
+		"layout": StrVal("HWC"), "dtype": StrVal("UINT8"), "order": StrVal("BGR"), "mean": FloatsVal(100), "std": FloatsVal(0.4),
 	})
 	if spec.String() != "UINT8[2,4,3]" {
 		t.Fatalf("spec %v", spec)
@@ -74,7 +74,7 @@ func TestNormalizeHWCReorderUint8(t *testing.T) {
 	}
 	for i := range 8 {
 		for k, src := range []int{2, 1, 0} {
-			want := math.Max(0, math.Min(255, math.RoundToEven((float64(in.Data[i*4+src])-100)/0.5)))
+			want := math.Max(0, math.Min(255, math.RoundToEven((float64(in.Data[i*4+src])-100)/0.4)))
 			if g := out.Data[i*3+k]; float64(g) != want {
 				t.Fatalf("pixel %d channel %d = %d, want %v", i, k, g, want)
 			}

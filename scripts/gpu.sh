@@ -4,8 +4,9 @@
 #
 #   scripts/gpu.sh build [DIR]   here, from anywhere in the repo (DIR: .bench/gpu)
 #       the sluice CLI and the GPU packages' test binaries (cgo, static
-#       libturbojpeg), the corpus photos they need, DIR/manifest.txt.
-#       Exit 1: the CLI did not build or needs a shared library it must not;
+#       libturbojpeg), the whole photo corpus, DIR/manifest.txt.
+#       Exit 1: the CLI did not build or needs a shared library it must not,
+#       or a part of the corpus is missing or did not fit (named);
 #       exit 2: only some test package did not build (the rest is usable).
 #   scripts/gpu.sh run [DIR]     there, from the repo root (the repo's working tree
 #       with DIR beside it). With the device tool: carry [".bench/gpu"], command
@@ -80,7 +81,9 @@ build() {
 	done
 
 	# The corpus: MANIFEST.tsv (the tests look for it) and the bench photos
-	# first, then optional parts, smallest use first out, while the total fits.
+	# first, then the other parts while the total fits. The tests need all
+	# of it (broken/ for the per-sample errors, png/, edge/ and the odd
+	# JPEGs for the CPU route): a part left out fails the build, named.
 	local src=$ROOT/../shared/corpus
 	if [ -n "${SLUICE_CORPUS:-}" ]; then src=$SLUICE_CORPUS; fi
 	local req=(MANIFEST.tsv README.md jpeg/derived jpeg/native)
@@ -95,11 +98,14 @@ build() {
 			status=1
 		fi
 	done
-	local tree limit
-	tree=$(git ls-files -co --exclude-standard -z | du --files0-from=- -cb 2>/dev/null | tail -1 | cut -f1)
+	# The working tree travels too, DIR aside (counted below, once, when
+	# it lies inside the tree without being ignored).
+	local tree limit rel=${dir#"$ROOT"/} except=()
+	[ "$rel" != "$dir" ] && except=(":(exclude)$rel")
+	tree=$(git ls-files -co --exclude-standard -z -- . "${except[@]}" | du --files0-from=- -cb 2>/dev/null | tail -1 | cut -f1)
 	limit=$((CARRY_LIMIT_MB * 1048576 - tree))
 	for p in "${opt[@]}"; do
-		[ -e "$src/$p" ] || { notes+=("corpus: no $p in $src"); continue; }
+		[ -e "$src/$p" ] || { notes+=("FAIL corpus: no $p in $src"); status=1; continue; }
 		local have add
 		have=$(bytes "$dir")
 		add=$(bytes "$src/$p")
@@ -107,7 +113,8 @@ build() {
 			mkdir -p "$dir/corpus/$(dirname "$p")"
 			cp -r "$src/$p" "$dir/corpus/$p"
 		else
-			notes+=("corpus: left out $p ($(mb "$add") MiB): over the ${CARRY_LIMIT_MB} MiB carry limit")
+			notes+=("FAIL corpus: left out $p ($(mb "$add") MiB): over the ${CARRY_LIMIT_MB} MiB carry limit")
+			status=1
 		fi
 	done
 
@@ -153,7 +160,7 @@ run() {
 	local out=${OUT:-$dir/out}
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)
-	export SLUICE_CORPUS=$dir/corpus PYTHONUNBUFFERED=1
+	export SLUICE_CORPUS=$dir/corpus SLUICE_REQUIRE_CORPUS=1 PYTHONUNBUFFERED=1
 	local budget=${RUN_BUDGET:-530} start=$SECONDS failed=0 summary=()
 	local bench_reserve=0
 	[ "${SKIP_BENCH:-0}" = 1 ] || bench_reserve=200

@@ -30,6 +30,7 @@ import numpy as np
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
+MEAN_BOUND, MAX_BOUND = 0.25, 4  # GPU vs CPU on the 0..255 scale, per image
 
 
 class InferError(Exception):
@@ -248,11 +249,13 @@ def main():
             d = np.abs((g * STD + MEAN) * 255 - (c * STD + MEAN) * 255)
             rows.append({"file": os.path.basename(f), "mean_abs": float(d.mean()), "max_abs": float(d.max())})
         R["gpu_vs_cpu"] = rows
-        bad = [r for r in rows if r["mean_abs"] > 0.5 or r["max_abs"] > 4]
+        # IDCT rounding: measured on an H200 worst mean |diff| 0.11, max 3
+        # (README); the bounds of executor/gpu's TestGPUMatchesCPU.
+        bad = [r for r in rows if r["mean_abs"] > MEAN_BOUND or r["max_abs"] > MAX_BOUND]
         mx = max((r["max_abs"] for r in rows), default=0)
         mm = max((r["mean_abs"] for r in rows), default=0)
         check("a_gpu_matches_cpu", not bad and not errs and rows,
-              f"{len(rows)} files, worst mean |diff| {mm:.3f}, worst max {mx:.1f} (limits 0.5, 4)"
+              f"{len(rows)} files, worst mean |diff| {mm:.3f}, worst max {mx:.1f} (limits {MEAN_BOUND}, {MAX_BOUND})"
               + (f"; over the limits: {[(r['file'], round(r['mean_abs'], 3), round(r['max_abs'], 1)) for r in bad]}" if bad else "")
               + (f"; errors: {errs[:5]}" if errs else ""))
     else:
@@ -304,8 +307,8 @@ def main():
         R[f"{ens}_on_gpu"] = sorted(flags)
         print(f"{'INFO' if ens == 'ensemble_cpu' else 'RESULT'} d_{ens}: consumer saw GPU tensors: "
               f"{ {1: 'yes', 0: 'no'}.get(flags.pop(), '?') if len(flags) == 1 else sorted(flags)}", flush=True)
-    R["checks"]["d_consumer_gpu_saw_gpu_tensors"] = {"ok": R.get("ensemble_gpu_on_gpu") == [1],
-                                                     "detail": str(R.get("ensemble_gpu_on_gpu"))}
+    check("d_consumer_gpu_saw_gpu_tensors", R.get("ensemble_gpu_on_gpu") == [1],
+          f"ON_GPU flags consumer_gpu reported: {R.get('ensemble_gpu_on_gpu')} (want [1])")
 
     # (e) metrics
     dec1, lines = decoded_metric(a.metrics)

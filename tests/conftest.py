@@ -30,11 +30,20 @@ def sluice_bin(tmp_path_factory):
     return str(out)
 
 
+def no_corpus(d):
+    """Skips the test without the corpus, or fails it where
+    SLUICE_REQUIRE_CORPUS=1 (CI): there a missing corpus is an error."""
+    msg = f"photo corpus not found at {d} (set SLUICE_CORPUS)"
+    if os.environ.get("SLUICE_REQUIRE_CORPUS") == "1":
+        pytest.fail(msg + "; SLUICE_REQUIRE_CORPUS=1", pytrace=False)
+    pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def corpus():
     d = corpus_dir()
     if not (d / "MANIFEST.tsv").exists():
-        pytest.skip(f"photo corpus not found at {d} (set SLUICE_CORPUS)")
+        no_corpus(d)
     return d
 
 

@@ -183,8 +183,11 @@ def test_exif_orientations_upright(sluice, corpus):
     for p in paths[1:]:
         got = res[str(p)]["PIXELS"]
         assert got.shape == upright.shape, p
+        # Each file is its own encode of the turned photo, so pixels differ
+        # by JPEG's losses: measured mean |diff| 0 to 1.21 (orientations
+        # 5-8, transposed blocks); an image left turned differs by ~50.
         mean, _ = diff_stats(got, upright)
-        assert mean < 2.0, (p, mean)
+        assert mean < 1.5, (p, mean)
     # Switched off, orientations 5-8 keep their stored (transposed) shape.
     res, _ = sluice.run(decode_pipeline(upright.shape[1], upright.shape[0], orient=False), paths[4:])
     for p in paths[4:]:
@@ -252,7 +255,9 @@ def resize_pipeline(h, w, interp, antialias=True):
 
 
 PIL_FILTER = {"nearest": Image.NEAREST, "linear": Image.BILINEAR, "cubic": Image.BICUBIC, "area": Image.BOX}
-TARGETS = [(224, 224), (97, 150), (700, 500), (333, 512)]
+# (60, 500): from the 512x384 photos the height loses over twice as many
+# pixels as the width, where Pillow 13 resizes vertically first.
+TARGETS = [(224, 224), (97, 150), (700, 500), (333, 512), (60, 500)]
 
 
 def resize_sample(corpus):
@@ -261,16 +266,13 @@ def resize_sample(corpus):
 
 @pytest.mark.parametrize("interp", ["linear", "cubic", "area"])
 def test_resize_vs_pillow(sluice, corpus, interp):
+    """Bit-exact with Pillow 13's Image.resize (README)."""
     paths = resize_sample(corpus)
-    worst = []
     for h, w in TARGETS:
         res, _ = sluice.run(resize_pipeline(h, w, interp), paths)
         for p in paths:
             want = np.asarray(Image.fromarray(pil_rgb(p)).resize((w, h), PIL_FILTER[interp]))
-            mean, mx = diff_stats(res[str(p)]["OUT"], want)
-            worst.append((mean, mx, p.name, (h, w)))
-            assert mean <= 0.5 and mx <= 3, (interp, p.name, (h, w), mean, mx)
-    print(interp, "worst mean", max(worst)[:2])
+            np.testing.assert_array_equal(res[str(p)]["OUT"], want, err_msg=f"{interp} {p.name} {(h, w)}")
 
 
 def test_resize_nearest_exact(sluice, corpus):
@@ -283,14 +285,17 @@ def test_resize_nearest_exact(sluice, corpus):
 
 
 def test_resize_no_antialias_vs_opencv(sluice, corpus):
-    """Without antialias, linear is OpenCV's INTER_LINEAR (half-pixel centres)."""
+    """Without antialias, linear is OpenCV's INTER_LINEAR (half-pixel centres)
+    up to rounding: OpenCV weighs with 11-bit fixed point, Sluice with
+    Pillow's 22 bits. Measured (OpenCV 5.0.0.93): worst mean |diff| 0.30,
+    max 1 level."""
     paths = resize_sample(corpus)
     for h, w in [(224, 224), (300, 420), (600, 800)]:
         res, _ = sluice.run(resize_pipeline(h, w, "linear", antialias=False), paths)
         for p in paths:
             want = cv2.resize(pil_rgb(p), (w, h), interpolation=cv2.INTER_LINEAR)
             mean, mx = diff_stats(res[str(p)]["OUT"], want)
-            assert mean <= 0.5 and mx <= 3, (p.name, (h, w), mean, mx)
+            assert mean <= 0.35 and mx <= 1, (p.name, (h, w), mean, mx)
 
 
 # --- whole pipelines -------------------------------------------------------
@@ -304,7 +309,7 @@ def imagenet_text(dct):
 
 def imagenet_reference(rgb):
     """torchvision's Resize(256) + CenterCrop(224) + ToTensor + Normalize,
-    written out with Pillow and NumPy."""
+    written out with Pillow and NumPy: the uint8 crop, and the tensor."""
     h, w = rgb.shape[:2]
     if w <= h:
         nw, nh = 256, int(256 * h / w)
@@ -312,8 +317,8 @@ def imagenet_reference(rgb):
         nh, nw = 256, int(256 * w / h)
     r = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.BILINEAR))
     top, left = int(round((nh - 224) / 2.0)), int(round((nw - 224) / 2.0))
-    c = r[top:top + 224, left:left + 224].astype(np.float32) / 255
-    return ((c - MEAN) / STD).transpose(2, 0, 1)
+    crop = r[top:top + 224, left:left + 224]
+    return crop, ((crop.astype(np.float32) / 255 - MEAN) / STD).transpose(2, 0, 1)
 
 
 def imagenet_sample(corpus):
@@ -326,9 +331,13 @@ def test_imagenet_pipeline_vs_reference(sluice, corpus):
     for p in paths:
         got = res[str(p)]["PIXELS"]
         assert got.shape == (3, 224, 224) and got.dtype == np.float32
-        # Back to the 0-255 scale, channel by channel, for the bounds.
-        d = np.abs(got - imagenet_reference(pil_rgb(p))) * (STD[:, None, None] * 255)
-        assert d.mean() <= 0.5 and d.max() <= 3, (p.name, d.mean(), d.max())
+        crop, want = imagenet_reference(pil_rgb(p))
+        # The pixels before normalize are Pillow's, bit for bit ...
+        back = np.rint((got * STD[:, None, None] + MEAN[:, None, None]) * 255).transpose(1, 2, 0)
+        np.testing.assert_array_equal(back, crop, err_msg=p.name)
+        # ... and normalize differs from NumPy's float32 arithmetic only in
+        # rounding: measured worst 4.8e-7 (2 ulp near 2.6).
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6, err_msg=p.name)
 
 
 def test_dct_scale_off_by_default(sluice, corpus):
@@ -385,8 +394,8 @@ def test_letterbox_pipeline(sluice, corpus):
         assert out["PIXELS"].shape == (3, 640, 640)
         np.testing.assert_allclose(out["SCALE"], [scale], rtol=1e-6)
         np.testing.assert_array_equal(out["OFFSET"], offset)
-        mean, mx = diff_stats(out["PIXELS"].transpose(1, 2, 0) * 255, canvas)
-        assert mean <= 0.5 and mx <= 3.01, (p.name, mean, mx)
+        # Bit-exact with Pillow, and v/255*255 comes back exact in float32.
+        np.testing.assert_array_equal(out["PIXELS"].transpose(1, 2, 0) * 255, canvas, err_msg=p.name)
 
 
 def test_normalize_dtypes_layouts(sluice, corpus):

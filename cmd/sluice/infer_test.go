@@ -11,15 +11,24 @@ package main
 // preprocess_bytes, the same pipeline behind a TYPE_STRING input.
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/client"
+	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/internal/tritontest"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 // srv serves a repository of its own (makeRepo).
@@ -126,18 +135,108 @@ func TestInferTriton(t *testing.T) {
 			})
 		}
 	}
-	for _, m := range []string{"preprocess_imagenet", "ensemble_imagenet"} {
-		if g, h := outs["grpc"+m], outs["http"+m]; g != "" && h != "" && g != h {
-			t.Errorf("%s: gRPC and HTTP print different results:\n%s\n%s", m, g, h)
+	if g, h := outs["grpcensemble_imagenet"], outs["httpensemble_imagenet"]; g != "" && h != "" && g != h {
+		t.Errorf("ensemble_imagenet: gRPC and HTTP print different results:\n%s\n%s", g, h)
+	}
+	// The pixels themselves: the same bytes through gRPC and HTTP, UINT8
+	// and BYTES inputs, as `sluice run` computes here without a server; and
+	// what infer printed is their summary.
+	want := localPixels(t, good)
+	img, _ := os.ReadFile(good)
+	for _, via := range [][2]string{{"grpc", "preprocess_imagenet"}, {"http", "preprocess_imagenet"}, {"grpc", "preprocess_bytes"}} {
+		if got := serverPixels(t, via[0], addr[via[0]], via[1], img); !bytes.Equal(got, want) {
+			t.Errorf("%s %s: PIXELS differ from sluice run's", via[0], via[1])
 		}
 	}
-	if a, b := outs["grpcpreprocess_imagenet"], outs["grpcpreprocess_bytes"]; a != "" && b != "" && a != b {
-		t.Errorf("UINT8 and BYTES inputs give different pixels:\n%s\n%s", a, b)
+	px := make([]float64, len(want)/4)
+	for i := range px {
+		px[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(want[4*i:])))
+	}
+	for _, key := range []string{"grpcpreprocess_imagenet", "httppreprocess_imagenet", "grpcpreprocess_bytes"} {
+		if outs[key] != "" {
+			checkSummary(t, key, outs[key], px)
+		}
 	}
 	// --top changes the number of classes.
 	code, out, _ := sluice("infer", "--url", addr["grpc"], "--model", "ensemble_imagenet", "--top", "2", good)
 	if code != 0 || !strings.Contains(out, "  top 2: ") {
 		t.Fatalf("--top 2: code %d\n%s", code, out)
+	}
+}
+
+// localPixels runs preprocess_imagenet's pipeline on the image here, with
+// `sluice run`, and returns its PIXELS as little-endian float32 bytes.
+func localPixels(t *testing.T, img string) []byte {
+	t.Helper()
+	out := t.TempDir()
+	if code, _, e := sluice("run", "--pipeline", repoFile(t, imagenet), "--out", out, img); code != 0 {
+		t.Fatalf("sluice run: %s", e)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, strings.TrimSuffix(filepath.Base(img), filepath.Ext(img))+".PIXELS.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt, shape, px, err := npy.Read(raw)
+	if err != nil || dt != ops.Float32 || !slices.Equal(shape, []int{3, 224, 224}) {
+		t.Fatalf("sluice run's output: %v %v %v", dt, shape, err)
+	}
+	return px
+}
+
+// serverPixels asks the server for the image's PIXELS with the client
+// package, over proto; preprocess_bytes takes the image as one BYTES
+// element.
+func serverPixels(t *testing.T, proto, addr, model string, img []byte) []byte {
+	t.Helper()
+	var c client.Client
+	var err error
+	if proto == "grpc" {
+		c, err = client.NewGRPC(addr, client.Options{Timeout: 30 * time.Second})
+	} else {
+		c, err = client.NewHTTP(addr, client.Options{Timeout: 30 * time.Second}, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in := client.Tensor{Name: "IMAGE", Datatype: "UINT8", Shape: []int64{1, int64(len(img))}, Data: img}
+	if model == "preprocess_bytes" {
+		in = client.BytesTensor("IMAGE", [][]byte{img}, 1, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Infer(ctx, &client.InferRequest{Model: model, Inputs: []client.Tensor{in}})
+	if err != nil {
+		t.Fatalf("%s %s: %v", proto, model, err)
+	}
+	o := r.Output("PIXELS")
+	if o == nil || o.Datatype != "FP32" || !slices.Equal(o.Shape, []int64{1, 3, 224, 224}) {
+		t.Fatalf("%s %s: PIXELS %+v", proto, model, o)
+	}
+	return o.Data
+}
+
+// checkSummary finds infer's "min X max Y mean Z" in out and checks each
+// against the pixels, to the 4 significant digits printed.
+func checkSummary(t *testing.T, what, out string, px []float64) {
+	t.Helper()
+	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+	for _, v := range px {
+		lo, hi, sum = min(lo, v), max(hi, v), sum+v
+	}
+	var got [3]float64
+	i := strings.Index(out, "  min ")
+	if i < 0 {
+		t.Fatalf("%s: no summary in %q", what, out)
+	}
+	if _, err := fmt.Sscanf(out[i:], "  min %g max %g mean %g", &got[0], &got[1], &got[2]); err != nil {
+		t.Fatalf("%s: %v in %q", what, err, out[i:])
+	}
+	for k, want := range []float64{lo, hi, sum / float64(len(px))} {
+		if math.Abs(got[k]-want) > 5e-4*math.Abs(want)+1e-12 {
+			t.Errorf("%s: printed %v, the pixels give %v", what, got, [3]float64{lo, hi, sum / float64(len(px))})
+			break
+		}
 	}
 }
 

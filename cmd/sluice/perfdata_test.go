@@ -53,7 +53,8 @@ func perfFile(t *testing.T, path, input string) ([][]byte, [][]int) {
 
 func TestPerfData(t *testing.T) {
 	corpus := t.TempDir()
-	want := map[string][]byte{} // decodable images by content
+	want := map[string]bool{} // decodable images by content
+	inB := map[string]bool{}  // those under b/
 	put := func(rel string, b []byte) {
 		p := filepath.Join(corpus, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -67,9 +68,10 @@ func TestPerfData(t *testing.T) {
 		rel := filepath.Join("a", "img"+string(rune('0'+i))+".jpg")
 		if i%2 == 1 {
 			rel = filepath.Join("b", "deep", "img"+string(rune('0'+i))+".JPEG")
+			inB[string(b)] = true
 		}
 		put(rel, b)
-		want[string(b)] = b
+		want[string(b)] = true
 	}
 	good := testimg.JPEG(100, 80, 9)
 	put("broken/truncated.jpg", good[:len(good)/2])
@@ -92,7 +94,7 @@ func TestPerfData(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for i, b := range imgs {
-		if _, ok := want[string(b)]; !ok {
+		if !want[string(b)] {
 			t.Fatalf("entry %d (%d bytes) is not one of the images", i, len(b))
 		}
 		if len(shapes[i]) != 1 || shapes[i][0] != len(b) {
@@ -115,7 +117,7 @@ func TestPerfData(t *testing.T) {
 		t.Fatalf("%d entries from b/ with --max 2", len(imgs))
 	}
 	for _, b := range imgs {
-		if !bytes.Equal(b, want[string(b)]) || bytes.Equal(b, testimg.JPEG(64, 48, 0)) {
+		if !inB[string(b)] {
 			t.Fatal("an entry from outside b/")
 		}
 	}

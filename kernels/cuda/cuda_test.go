@@ -1,10 +1,12 @@
 package cuda
 
 import (
-	"bufio"
+	"cmp"
 	"errors"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,43 +112,83 @@ func TestInit(t *testing.T) {
 	}
 }
 
-// TestSymbolNames checks each bound name against cuda.h: where the header maps an API name to
-// a versioned symbol, we must bind that symbol, or we would get the old ABI. The header is
-// not in the repository; point SLUICE_CUDA_H at one (CUDA 12.8 or later) to run it.
-func TestSymbolNames(t *testing.T) {
+// cudaHeader reads cuda.h, from SLUICE_CUDA_H or the toolkit's usual place;
+// the header is not in the repository (make cuda-headers fetches CUDA 12's
+// and 13's, and make gotest runs these tests against both). Without it the
+// test skips, unless SLUICE_CUDA_H names it. It returns the versioned
+// symbol each API name is mapped to (#define cuMemAlloc cuMemAlloc_v2),
+// and the parameter list of each function's first declaration (legacy
+// declarations come later, in an internal block).
+func cudaHeader(t *testing.T) (target, params map[string]string) {
+	t.Helper()
 	path := os.Getenv("SLUICE_CUDA_H")
-	if path == "" {
-		path = "/usr/local/cuda/include/cuda.h"
-	}
-	f, err := os.Open(path)
-	if err != nil {
+	src, err := os.ReadFile(cmp.Or(path, "/usr/local/cuda/include/cuda.h"))
+	switch {
+	case err != nil && path != "":
+		t.Fatalf("SLUICE_CUDA_H: %v", err)
+	case err != nil:
 		t.Skipf("no cuda.h (set SLUICE_CUDA_H): %v", err)
 	}
-	defer f.Close()
-	def := regexp.MustCompile(`^\s*#define\s+(cu\w+)\s+(?:__CUDA_API_PT(?:SZ|DS)\()?(cu\w+)\)?\s*$`)
-	target := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if m := def.FindStringSubmatch(sc.Text()); m != nil && m[1] != m[2] {
+	if m := regexp.MustCompile(`(?m)^#define CUDA_VERSION (\d+)`).FindSubmatch(src); m != nil {
+		t.Logf("%s: CUDA_VERSION %s", cmp.Or(path, "cuda.h"), m[1])
+	}
+	target, params = map[string]string{}, map[string]string{}
+	def := regexp.MustCompile(`(?m)^\s*#define\s+(cu\w+)\s+(?:__CUDA_API_PT(?:SZ|DS)\()?(cu\w+)\)?\s*$`)
+	for _, m := range def.FindAllStringSubmatch(string(src), -1) {
+		if m[1] != m[2] {
 			target[m[1]] = m[2]
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(target) < 50 {
-		t.Fatalf("%s: only %d versioned names found; not a cuda.h?", path, len(target))
-	}
-	for _, s := range symbols() {
-		name := s.names[0]
-		api := strings.TrimSuffix(name, "_v2")
-		want := api
-		if v, ok := target[api]; ok {
-			want = v
+	decl := regexp.MustCompile(`CUresult\s+CUDAAPI\s+(cu\w+)\s*\(([^)]*)\)\s*;`)
+	for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+		if _, seen := params[m[1]]; !seen {
+			params[m[1]] = strings.Join(strings.Fields(m[2]), " ")
 		}
-		if name != want {
-			t.Errorf("%s: bound %s, header says %s", api, name, want)
+	}
+	if len(target) < 50 || len(params) < 200 {
+		t.Fatalf("%d versioned names, %d declarations: not a cuda.h?", len(target), len(params))
+	}
+	return target, params
+}
+
+// TestSymbolNames checks the binder's names against cuda.h. Where the header
+// maps an API name to a versioned symbol, that symbol must be among the
+// names bound, or we would get the old ABI on a driver of that header's
+// age. Names tried before it are newer versions, which the header must
+// declare with the same parameters (cuEventElapsedTime_v2 before
+// cuEventElapsedTime: CUDA 12.8-12.9 declare both and map to the old one,
+// CUDA 13 maps to _v2). Each function takes as many arguments as the
+// header declares.
+func TestSymbolNames(t *testing.T) {
+	target, params := cudaHeader(t)
+	for _, s := range symbols() {
+		api := strings.TrimSuffix(s.names[0], "_v2")
+		want := cmp.Or(target[api], api)
+		at := slices.Index(s.names, want)
+		if at < 0 {
+			t.Errorf("%s: binds %v, header says %s", api, s.names, want)
+			continue
+		}
+		// The header declares a mapped function under its API name.
+		decl := func(name string) (string, bool) {
+			if target[api] == name {
+				name = api
+			}
+			p, ok := params[name]
+			return p, ok
+		}
+		wp, ok := decl(want)
+		if !ok {
+			t.Errorf("%s: header declares no %s", api, want)
+			continue
+		}
+		for _, newer := range s.names[:at] {
+			if p, ok := decl(newer); !ok || p != wp {
+				t.Errorf("%s: tries %s before %s; header: %q (declared %v), %q", api, newer, want, p, ok, wp)
+			}
+		}
+		if n, in := len(strings.Split(wp, ",")), reflect.TypeOf(s.fn).Elem().NumIn(); n != in {
+			t.Errorf("%s: header declares %d parameters (%s), ours takes %d", want, n, wp, in)
 		}
 	}
 }

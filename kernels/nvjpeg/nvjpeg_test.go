@@ -1,8 +1,10 @@
 package nvjpeg
 
 import (
+	"cmp"
 	"errors"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,26 +57,34 @@ func TestStatusNames(t *testing.T) {
 	}
 }
 
-// header reads nvjpeg.h's "NAME = value" enumerators with the given prefix. The header is not
-// in the repository; point SLUICE_NVJPEG_H at one to check our constants against it.
-func header(t *testing.T, prefix string) map[string]int {
+// headerText reads nvjpeg.h, from SLUICE_NVJPEG_H or the toolkit's usual place; the header is
+// not in the repository (make cuda-headers fetches CUDA 12's and 13's, and make gotest runs
+// these tests against both). Without it the test skips, unless SLUICE_NVJPEG_H names it.
+func headerText(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("SLUICE_NVJPEG_H")
-	if path == "" {
-		path = "/usr/local/cuda/include/nvjpeg.h"
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
+	src, err := os.ReadFile(cmp.Or(path, "/usr/local/cuda/include/nvjpeg.h"))
+	switch {
+	case err != nil && path != "":
+		t.Fatalf("SLUICE_NVJPEG_H: %v", err)
+	case err != nil:
 		t.Skipf("no nvjpeg.h (set SLUICE_NVJPEG_H): %v", err)
 	}
+	return string(src)
+}
+
+// header reads nvjpeg.h's "NAME = value" enumerators with the given prefix.
+func header(t *testing.T, prefix string) map[string]int {
+	t.Helper()
+	src := headerText(t)
 	re := regexp.MustCompile(`(?m)^\s*(` + prefix + `\w+)\s*=\s*(-?\d+)`)
 	out := map[string]int{}
-	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+	for _, m := range re.FindAllStringSubmatch(src, -1) {
 		v, _ := strconv.Atoi(m[2])
 		out[m[1]] = v
 	}
 	if len(out) == 0 {
-		t.Fatalf("%s: no %s enumerators", path, prefix)
+		t.Fatalf("nvjpeg.h: no %s enumerators", prefix)
 	}
 	return out
 }
@@ -111,6 +121,27 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"411": int(CSS411), "410": int(CSS410), "GRAY": int(CSSGray), "410V": int(CSS410V),
 		"UNKNOWN": int(CSSUnknown),
 	})
+}
+
+// TestSymbolsDeclared: every function we bind is declared by the header, with as many
+// parameters as our signature takes.
+func TestSymbolsDeclared(t *testing.T) {
+	src := headerText(t)
+	decl := regexp.MustCompile(`nvjpegStatus_t\s+NVJPEGAPI\s+(nvjpeg\w+)\s*\(([^)]*)\)\s*;`)
+	params := map[string]string{}
+	for _, m := range decl.FindAllStringSubmatch(src, -1) {
+		params[m[1]] = strings.Join(strings.Fields(m[2]), " ")
+	}
+	for _, s := range symbols() {
+		p, ok := params[s.name]
+		if !ok {
+			t.Errorf("header declares no %s", s.name)
+			continue
+		}
+		if n, in := len(strings.Split(p, ",")), reflect.TypeOf(s.fn).Elem().NumIn(); n != in {
+			t.Errorf("%s: header declares %d parameters (%s), ours takes %d", s.name, n, p, in)
+		}
+	}
 }
 
 func TestLoadNamesEveryFileTried(t *testing.T) {

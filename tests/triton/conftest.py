@@ -74,11 +74,20 @@ class Corpus:
         return sorted((self.root / "broken").iterdir())
 
 
+def no_corpus(d):
+    """Skips the test without the corpus, or fails it where
+    SLUICE_REQUIRE_CORPUS=1 (CI): there a missing corpus is an error."""
+    msg = f"photo corpus not found at {d} (set SLUICE_CORPUS)"
+    if os.environ.get("SLUICE_REQUIRE_CORPUS") == "1":
+        pytest.fail(msg + "; SLUICE_REQUIRE_CORPUS=1", pytrace=False)
+    pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def corpus():
     d = corpus_dir()
     if not (d / "MANIFEST.tsv").exists():
-        pytest.skip(f"photo corpus not found at {d} (set SLUICE_CORPUS)")
+        no_corpus(d)
     return Corpus(d)
 
 
@@ -107,6 +116,8 @@ def photos(request, tmp_path_factory):
         c = Corpus(d)
         normal = c.files("jpeg/derived/") + c.files("jpeg/native/") + c.files("png/")
         return Photos(normal, c.files("jpeg/large/")[0], c.good(), corpus=c)
+    if os.environ.get("SLUICE_REQUIRE_CORPUS") == "1":
+        no_corpus(d)
     say(request.config, f"\nphoto corpus not found at {d} (set SLUICE_CORPUS): synthetic images instead")
     paths = make_synthetic(tmp_path_factory.mktemp("synthetic"))
     return Photos(paths[:-1], paths[-1], paths)
