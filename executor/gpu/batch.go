@@ -357,8 +357,8 @@ func (e *Executor) parallel(n int, fn func(w *cpuWorker, z *sizer, i int)) {
 				return
 			}
 			defer unbind()
-			w := <-e.svc.free
-			defer func() { e.svc.free <- w }()
+			w := e.svc.free.get()
+			defer e.svc.free.put(w)
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				fn(w, z, i)
 			}

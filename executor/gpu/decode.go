@@ -19,7 +19,7 @@ type jpegPath struct {
 	path  Path
 	h     *nvjpeg.Handle
 	lanes []*lane
-	free  chan *lane // the lanes not in use, shared by the executors
+	free  *pool[*lane] // the lanes not in use, shared by the executors
 	// The hardware decoder's engines and cores per engine: a call fills
 	// them when it holds a multiple of engines x cores images.
 	engines, cores int
@@ -164,7 +164,7 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 	if n <= 0 {
 		n = max(j.engines, callLanes)
 	}
-	j.free = make(chan *lane, n)
+	j.free = newPool[*lane](n)
 	for range n {
 		l := new(lane)
 		j.lanes = append(j.lanes, l)
@@ -182,7 +182,7 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 				return nil, err
 			}
 		}
-		j.free <- l
+		j.free.put(l)
 	}
 	return j, nil
 }
@@ -231,19 +231,17 @@ func (s *supporter) close() {
 func (j *jpegPath) decode(list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
 	want := min(callLanes, max(len(list)/minPerLane, 1))
 	lanes := make([]*lane, 1, want)
-	lanes[0] = <-j.free
-fill:
+	lanes[0] = j.free.get()
 	for len(lanes) < want {
-		select {
-		case l := <-j.free:
-			lanes = append(lanes, l)
-		default:
-			break fill
+		l, ok := j.free.tryGet()
+		if !ok {
+			break
 		}
+		lanes = append(lanes, l)
 	}
 	defer func() {
 		for _, l := range lanes {
-			j.free <- l
+			j.free.put(l)
 		}
 	}()
 	k := len(lanes)

@@ -19,7 +19,7 @@ type service struct {
 	// through; nil where nvJPEG lacks it.
 	huff *huffman
 	cpu  []*cpuWorker
-	free chan *cpuWorker
+	free *pool[*cpuWorker]
 }
 
 var services = struct {
@@ -72,14 +72,14 @@ func newService(dev int) (s *service, err error) {
 	// Without it progressive JPEGs decode on the CPU alone.
 	s.huff, _ = newHuffman()
 	n := runtime.GOMAXPROCS(0)
-	s.free = make(chan *cpuWorker, n)
+	s.free = newPool[*cpuWorker](n)
 	for range n {
 		w, err := newCPUWorker(s.hw, s.huff)
 		if err != nil {
 			return nil, err
 		}
 		s.cpu = append(s.cpu, w)
-		s.free <- w
+		s.free.put(w)
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -18,7 +19,8 @@ import (
 func TestGPUSharedService(t *testing.T) {
 	gputest.Require(t)
 	var imgs [][]byte
-	for _, f := range corpusFiles(t) {
+	files := corpusFiles(t)
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +86,12 @@ func TestGPUSharedService(t *testing.T) {
 					sz := e.SampleBytes(k)
 					got := paths(e)
 					for s := range len(imgs) {
+						if knownCorrupt[filepath.Base(files[s])] {
+							// nvJPEG's hardware decoder fills what it cannot
+							// decode of this damaged stream from earlier
+							// work: not the same twice (README).
+							continue
+						}
 						if !bytes.Equal(o.Data[s*sz:(s+1)*sz], alone[i][k][s*sz:(s+1)*sz]) {
 							t.Errorf("pipeline %d, round %d: output %s of sample %d differs from the executor's output alone (decoded by %v, alone by %v)",
 								i, round, o.Name, s, got[s], alonePaths[i][s])
