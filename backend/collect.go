@@ -51,10 +51,18 @@ func newCollector(inputs []collectInput, maxBatch int64) *collector {
 	return &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs))}
 }
 
-// checkBatch bounds a request's batch size before it sizes a loop.
+// checkBatch bounds a request's batch size before it sizes a loop, and
+// the whole batch before its outputs are allocated: the load checked that
+// max_batch_size samples' outputs fit max_batch_bytes. Triton's batcher
+// never sends more; if it did, the request that tips the batch over would
+// fail alone.
 func (c *collector) checkBatch(in *collectInput, b int64) error {
 	if b > c.maxBatch {
 		return invalidf("input %s: batch size %d is over max_batch_size %d", in.name, b, c.maxBatch)
+	}
+	if int64(c.n)+b > c.maxBatch {
+		return invalidf("input %s: batch size %d would bring this execution's batch to %d samples, over max_batch_size %d",
+			in.name, b, int64(c.n)+b, c.maxBatch)
 	}
 	return nil
 }

@@ -6,7 +6,8 @@ import (
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
-// DefaultMaxBatchSize is what auto-complete gives max_batch_size. Large
+// DefaultMaxBatchSize is what auto-complete gives max_batch_size, or fewer
+// when that many samples' outputs would be over max_batch_bytes. Large
 // enough that a dynamic batch keeps every core busy on CPU; Triton's
 // batcher sends less when fewer requests are waiting.
 const DefaultMaxBatchSize = 64
@@ -17,13 +18,13 @@ const DefaultMaxBatchSize = 64
 // pipeline), max_batch_size, dynamic batching and allow_ragged_batch on
 // UINT8 inputs. It never replaces a value the user gave: where the config
 // disagrees with the pipeline, validation says so afterwards. It reports
-// whether the document changed.
+// whether the document changed. budget is max_batch_bytes.
 //
 // Triton prints every primitive field of the config, so "left out" can
 // only mean "has its default value": max_batch_size 0, data_type
 // TYPE_INVALID, empty dims, allow_ragged_batch false. None of these is a
 // value a Sluice model can run with, so filling them overrides no choice.
-func autoComplete(doc map[string]any, prog *pipeline.Compiled) (changed bool, err error) {
+func autoComplete(doc map[string]any, prog *pipeline.Compiled, budget int64) (changed bool, err error) {
 	set := func(m map[string]any, key string, v any) {
 		m[key] = v
 		changed = true
@@ -34,7 +35,7 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled) (changed bool, er
 	if mbs, err := getInt(doc, "max_batch_size"); err != nil {
 		return false, err
 	} else if mbs == 0 {
-		set(doc, "max_batch_size", int64(DefaultMaxBatchSize))
+		set(doc, "max_batch_size", defaultMaxBatch(prog, budget))
 	}
 	// Dynamic batching is what fills those batches. Triton refuses a
 	// config with both dynamic and sequence batching, so a sequence

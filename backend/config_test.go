@@ -221,8 +221,12 @@ func TestParameters(t *testing.T) {
 		})
 	}
 	m := mustLoad(t, dir, with(map[string]string{"workers": " 3 ", "max_image_pixels": "1000000", "max_image_bytes": "65536"}))
-	if want := (Params{Workers: 3, Limits: ops.Limits{MaxPixels: 1000000, MaxBytes: 65536}, HWShare: -1}); m.Params != want {
+	if want := (Params{Workers: 3, Limits: ops.Limits{MaxPixels: 1000000, MaxBytes: 65536}, HWShare: -1, MaxBatchBytes: 2 << 30}); m.Params != want {
 		t.Errorf("params %+v, want %+v", m.Params, want)
+	}
+	m = mustLoad(t, dir, with(map[string]string{"max_batch_bytes": "4294967296"}))
+	if m.Params.MaxBatchBytes != 4<<30 {
+		t.Errorf("max_batch_bytes %d, want 4 GiB", m.Params.MaxBatchBytes)
 	}
 	m = mustLoad(t, dir, with(map[string]string{"gpu_memory_bytes": "268435456", "gpu_hardware_decode_share": "0.75"}))
 	if m.Params.GPUMemory != 256<<20 || m.Params.HWShare != 0.75 {
@@ -234,12 +238,13 @@ func TestParameters(t *testing.T) {
 	}
 
 	_, err := load(t, dir, with(map[string]string{"max_image_pixel": "10"}), false)
-	wantError(t, err, CodeInvalidArg, `unknown parameter "max_image_pixel"`, "pipeline, workers, max_image_pixels, max_image_bytes")
+	wantError(t, err, CodeInvalidArg, `unknown parameter "max_image_pixel"`, "pipeline, workers, max_image_pixels, max_image_bytes, max_batch_bytes")
 
 	for _, c := range []struct{ name, value string }{
 		{"workers", "abc"}, {"workers", "0"}, {"workers", "100000"}, {"workers", ""},
 		{"max_image_pixels", "-5"}, {"max_image_pixels", "1e6"}, {"max_image_bytes", "0"},
-		{"max_image_bytes", "99999999999999999999"},
+		{"max_image_bytes", "99999999999999999999"}, {"max_batch_bytes", "0"}, {"max_batch_bytes", "-1"},
+		{"max_batch_bytes", "2GB"},
 	} {
 		_, err := load(t, dir, with(map[string]string{c.name: c.value}), false)
 		wantError(t, err, CodeInvalidArg, `parameter "`+c.name+`": "`+c.value+`" is not an integer`)

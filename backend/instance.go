@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/executor/gpu"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -44,7 +46,17 @@ type Instance struct {
 	dst      [][]gpu.Dest
 	scratch  [][]byte
 	decTotal [len(DecodePaths)]int64
+
+	// The batch buffers go after idleRelease without an Execute.
+	idle     *time.Timer
+	lastExec time.Time
 }
+
+// idleRelease is how long an instance keeps its batch buffers (up to
+// max_batch_bytes) after its last Execute. Traffic keeps them; a burst
+// that ended gives them back, and internal/reclaim returns the memory to
+// the OS within seconds after that.
+const idleRelease = 5 * time.Second
 
 // reqState is one request's place in the batch and its fate.
 type reqState struct {
@@ -99,7 +111,7 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	for i, o := range m.Pipeline.Outputs {
 		outs[i] = respondOutput{name: o.Name, dataType: o.Spec.DType.String(), dims: m.Outputs[i].Dims, sample: sampleBytes(i)}
 	}
-	inst.resp = newResponder(outs)
+	inst.resp = newResponder(outs, m.Params.MaxBatchBytes)
 	for _, name := range steps {
 		inst.ops = append(inst.ops, OpTime{Name: name})
 	}
@@ -130,8 +142,42 @@ func (inst *Instance) Close() {
 		return
 	}
 	inst.closed = true
+	if inst.idle != nil {
+		inst.idle.Stop()
+	}
+	inst.releaseBuffers()
 	inst.closeExecutor()
 	inst.model.forget(inst)
+}
+
+// releaseBuffers drops the batch buffers; the next Execute makes new ones.
+func (inst *Instance) releaseBuffers() {
+	n := inst.resp.release()
+	for o := range inst.scratch {
+		n += cap(inst.scratch[o])
+		inst.scratch[o] = nil
+	}
+	reclaim.Released(n)
+}
+
+// releaseIdle runs idleRelease after an Execute; an Execute since then has
+// set the timer again.
+func (inst *Instance) releaseIdle() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if !inst.closed && time.Since(inst.lastExec) >= idleRelease {
+		inst.releaseBuffers()
+	}
+}
+
+// touch records an Execute and (re)starts the idle timer.
+func (inst *Instance) touch() {
+	inst.lastExec = time.Now()
+	if inst.idle == nil {
+		inst.idle = time.AfterFunc(idleRelease, inst.releaseIdle)
+	} else {
+		inst.idle.Reset(idleRelease)
+	}
 }
 
 // Execute runs one batch of requests: it collects every request's images
@@ -158,6 +204,9 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 		}
 		inst.col.reset()
 		clear(inst.sample) // drop the per-sample errors
+		if !inst.closed {
+			inst.touch()
+		}
 	}()
 
 	if inst.closed {
@@ -204,7 +253,9 @@ func (inst *Instance) collect(reqs []Request) int {
 // run processes the batch of n samples into the responder's buffers and
 // reports whether the executor ran (its per-sample results are valid).
 func (inst *Instance) run(n int) bool {
-	inst.resp.prepare(n)
+	if err := inst.resp.prepare(n); err != nil {
+		return inst.ran("responder", err)
+	}
 	inst.sample = resize(inst.sample, n)
 	// An error is a malformed call: a bug here, not in the requests.
 	return inst.ran("executor", inst.exec.RunInto(inst.col.batch, inst.resp.bufs, inst.sample))

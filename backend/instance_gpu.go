@@ -74,7 +74,9 @@ func (inst *Instance) place(resp Response, start, n int) error {
 }
 
 // toScratch sends samples whose request has failed to a host buffer no
-// one reads: they are in the batch already.
+// one reads: they are in the batch already. batch is at most
+// max_batch_size, whose outputs the load fit in max_batch_bytes; the
+// buffer goes when the instance is idle.
 func (inst *Instance) toScratch(start, n, batch int) {
 	for o := range inst.resp.outputs {
 		size := inst.resp.outputs[o].sample

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -85,7 +86,7 @@ func LoadModel(a ModelArgs) (*Model, error) {
 
 	var newConfig []byte
 	if a.AutoComplete {
-		changed, err := autoComplete(doc, prog)
+		changed, err := autoComplete(doc, prog, params.MaxBatchBytes)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidArg, Msg: "model config: " + err.Error()}
 		}
@@ -98,7 +99,7 @@ func LoadModel(a ModelArgs) (*Model, error) {
 			}
 		}
 	}
-	if err := validate(c, prog); err != nil {
+	if err := validate(c, prog, params); err != nil {
 		return nil, err
 	}
 
@@ -127,6 +128,17 @@ func LoadModel(a ModelArgs) (*Model, error) {
 	m.log = log.With(zap.String("model", m.Name), zap.Int64("version", m.Version))
 	logModel(log, m, file)
 	return m, nil
+}
+
+// MaxInputBytes is the most one request's input can hold: max_batch_size
+// images of max_image_bytes, with BYTES' 4-byte lengths. Nothing larger
+// can be a batch Sluice decodes, so a copy of it need not be made.
+func (m *Model) MaxInputBytes() int64 {
+	per := int64(m.Params.Limits.MaxBytes) + 4
+	if m.MaxBatchSize > math.MaxInt64/per {
+		return math.MaxInt64
+	}
+	return m.MaxBatchSize * per
 }
 
 // Close releases what the model owns: the instances still open (Triton

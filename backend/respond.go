@@ -13,20 +13,31 @@ type respondOutput struct {
 }
 
 // responder owns the batch buffers the executor writes into and scatters
-// each request's rows into its response. The buffers only grow, and are
-// kept from call to call.
+// each request's rows into its response. The buffers are kept from call
+// to call, up to max_batch_bytes in all; the instance releases them when
+// it has been idle a while.
 type responder struct {
 	outputs []respondOutput
+	limit   int64    // max_batch_bytes
 	bufs    [][]byte // per output: the whole batch
 	shape   []int64  // scratch for Output's shape argument
 }
 
-func newResponder(outputs []respondOutput) *responder {
-	return &responder{outputs: outputs, bufs: make([][]byte, len(outputs))}
+func newResponder(outputs []respondOutput, limit int64) *responder {
+	return &responder{outputs: outputs, limit: limit, bufs: make([][]byte, len(outputs))}
 }
 
-// prepare sizes the batch buffers for n samples.
-func (r *responder) prepare(n int) {
+// prepare sizes the batch buffers for n samples, after checking that they
+// fit max_batch_bytes. The load made sure that max_batch_size samples do
+// and the collector takes no more, so an error here is a bug.
+func (r *responder) prepare(n int) error {
+	var need int64
+	for _, o := range r.outputs {
+		need += int64(n) * int64(o.sample)
+	}
+	if need > r.limit {
+		return fmt.Errorf("a batch of %d samples needs %d bytes of outputs, over max_batch_bytes %d", n, need, r.limit)
+	}
 	for i, o := range r.outputs {
 		need := n * o.sample
 		if cap(r.bufs[i]) < need {
@@ -34,6 +45,17 @@ func (r *responder) prepare(n int) {
 		}
 		r.bufs[i] = r.bufs[i][:need]
 	}
+	return nil
+}
+
+// release drops the batch buffers and returns how many bytes they held.
+func (r *responder) release() int {
+	n := 0
+	for i := range r.bufs {
+		n += cap(r.bufs[i])
+		r.bufs[i] = nil
+	}
+	return n
 }
 
 // respond fills resp with samples [start, start+n) of every output. Once

@@ -13,7 +13,7 @@ import (
 // problem at once, each naming the input or output and what differs, with
 // the fix where there is one: whoever reads it has only config.pbtxt to
 // edit, and one round trip per mistake is slow with a server in between.
-func validate(c *config, prog *pipeline.Compiled) error {
+func validate(c *config, prog *pipeline.Compiled, p Params) error {
 	v := validator{prog: prog, file: filepath.Base(prog.Source)}
 	if v.file == "." || v.file == "" {
 		v.file = "the pipeline"
@@ -43,6 +43,7 @@ func validate(c *config, prog *pipeline.Compiled) error {
 		}
 		v.output(c.outputs[i], want)
 	}
+	v.budget(c.maxBatchSize, p)
 	return v.err()
 }
 

@@ -1,6 +1,10 @@
 package main
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/sluice-dev/sluice/internal/reclaim"
+)
 
 // arena hands out byte slices that stay valid until the next reset. It
 // backs inputs that Triton holds in several pieces and that must be made
@@ -15,6 +19,10 @@ type arena struct {
 // minArenaChunk keeps small first batches from growing the arena one
 // input at a time.
 const minArenaChunk = 1 << 20
+
+// maxArenaKeep is the largest chunk kept from one batch to the next; a
+// larger one (a burst of large uploads) is let go at reset.
+const maxArenaKeep = 64 << 20
 
 // take returns n bytes, valid until reset.
 func (a *arena) take(n int) []byte {
@@ -32,10 +40,27 @@ func (a *arena) take(n int) []byte {
 	return a.buf[used : used+n : used+n]
 }
 
-// reset makes the whole current chunk available again. Only call it when
-// no slice from take is in use any more (between Execute calls).
+// reset makes the whole current chunk available again, or drops it when
+// it is over maxArenaKeep. Only call it when no slice from take is in use
+// any more (between Execute calls).
 func (a *arena) reset() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cap(a.buf) > maxArenaKeep {
+		a.drop()
+		return
+	}
 	a.buf = a.buf[:0]
-	a.mu.Unlock()
+}
+
+// release drops the chunk, when the instance goes.
+func (a *arena) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.drop()
+}
+
+func (a *arena) drop() {
+	reclaim.Released(cap(a.buf))
+	a.buf = nil
 }

@@ -73,6 +73,11 @@ func TestArena(t *testing.T) {
 	if &again[0] != &big[0] {
 		t.Error("reset did not reuse the chunk")
 	}
+	a.take(maxArenaKeep + 1) // over the most it keeps
+	a.reset()
+	if a.buf != nil {
+		t.Errorf("reset kept a chunk of %d bytes", cap(a.buf))
+	}
 	a.reset()
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -29,6 +29,9 @@ type instanceState struct {
 	names cNames // tensor names as C strings
 	// The model's metrics (nil: off); the model outlives its instances.
 	metrics *modelMetrics
+	// maxInput bounds an input copied into the arena: the most a request
+	// of the model can hold.
+	maxInput int64
 
 	// Reused per Execute; only the entry point's goroutine touches them.
 	slots []slot
@@ -66,7 +69,8 @@ func TRITONBACKEND_ModelInstanceInitialize(ti *C.TRITONBACKEND_ModelInstance) (r
 	if err != nil {
 		return newTritonError(err)
 	}
-	h := cgo.NewHandle(&instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics})
+	h := cgo.NewHandle(&instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics,
+		maxInput: ms.model.MaxInputBytes()})
 	if err := goError("TRITONBACKEND_ModelInstanceSetState", C.sluice_instance_set_state(ti, C.uintptr_t(h))); err != nil {
 		h.Delete()
 		inst.Close()
@@ -99,6 +103,7 @@ func TRITONBACKEND_ModelInstanceFinalize(ti *C.TRITONBACKEND_ModelInstance) (res
 	}()
 	logger().Info("TRITONBACKEND_ModelInstanceFinalize", zap.String("instance", st.name))
 	st.inst.Close()
+	st.arena.release()
 	return nil
 }
 

@@ -62,8 +62,10 @@ func (s *slot) inputData(in *C.TRITONBACKEND_Input, name string, size uint64, ch
 	case 1:
 		return inputBuffer(in, name, 0)
 	}
-	if size > math.MaxInt {
-		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, size)}
+	// Copying allocates: bounded by what a request can hold.
+	if size > uint64(s.st.maxInput) {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg,
+			Msg: fmt.Sprintf("input %s: too large: %d bytes, over the %d that max_batch_size × max_image_bytes allows", name, size, s.st.maxInput)}
 	}
 	dst := s.st.arena.take(int(size))
 	off := 0

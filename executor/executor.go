@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -315,6 +316,7 @@ func (e *Executor) runSample(w *worker, b *batch, s int) (err error) {
 			}
 		}
 		w.unbind()
+		reclaim.Released(w.trim(ops.RetainBytes))
 	}()
 	for i := range w.inputs {
 		t := &w.inputs[i]
@@ -430,7 +432,27 @@ func (w *worker) unbind() {
 	}
 }
 
+// trim releases the tensors and operator scratch over keep bytes that the
+// last sample grew, and returns how many bytes it released.
+func (w *worker) trim(keep int) int {
+	n := 0
+	for i := range w.vals {
+		for p := range w.vals[i] {
+			n += w.vals[i][p].Release(keep)
+		}
+	}
+	for i := range w.ctx {
+		if t, ok := w.ctx[i].State.(ops.Trimmer); ok {
+			n += t.Trim(keep)
+		}
+	}
+	return n
+}
+
 func (w *worker) close() {
+	// Whatever the worker kept is garbage now: count it, so that an
+	// unloaded model's memory goes back to the OS soon.
+	reclaim.Released(w.trim(0))
 	for i := range w.ctx {
 		if st := w.ctx[i].State; st != nil {
 			st.Close()

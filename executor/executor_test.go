@@ -3,6 +3,9 @@ package executor
 import (
 	"bytes"
 	"errors"
+	"image"
+	"image/png"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,5 +338,47 @@ func TestStepNanos(t *testing.T) {
 	// Decoding five JPEGs costs more than passing their bytes along.
 	if after[1]-before[1] <= after[0]-before[0] {
 		t.Errorf("decode %d ns <= probe %d ns", after[1]-before[1], after[0]-before[0])
+	}
+}
+
+// TestLargeImagesReleased: a worker lets go of what a large image grew (the
+// decoded image, resample scratch) after the sample, so that a burst of
+// them leaves the heap where it was; results stay the same.
+func TestLargeImagesReleased(t *testing.T) {
+	const workers = 4
+	e := newExec(t, workers)
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 3000, 3000))); err != nil {
+		t.Fatal(err)
+	}
+	big := b.Bytes() // 27 MB decoded (RGB), over ops.RetainBytes
+	if _, err := e.Warm([][][]byte{testBatch(t)}); err != nil {
+		t.Fatal(err)
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapInuse)
+	}
+	before := heap()
+	burst := [][]byte{big, testimg.JPEG(64, 48, 1), big, big, big, big}
+	first := e.mustRun(t, burst)
+	if grew := heap() - before; grew > ops.RetainBytes {
+		t.Errorf("heap in use grew %d bytes over a burst of 3000x3000 images (%d workers)", grew, workers)
+	}
+	for i, w := range e.workers {
+		if n := w.trim(ops.RetainBytes); n != 0 {
+			t.Errorf("worker %d still holds %d bytes over ops.RetainBytes", i, n)
+		}
+	}
+	// Buffers made anew give the same results.
+	again := e.mustRun(t, burst)
+	for i := range burst {
+		for o := range first[i] {
+			if !bytes.Equal(first[i][o], again[i][o]) {
+				t.Errorf("sample %d output %d changed between runs", i, o)
+			}
+		}
 	}
 }

@@ -11,17 +11,21 @@ func init() {
 	Register(&Schema{
 		Name: "decode",
 		Doc: "Decodes a JPEG or PNG (recognised by content) into an HWC UINT8 image. " +
-			"JPEG goes through libjpeg-turbo with the accurate IDCT, bit-exact with Pillow; " +
-			"when the only consumer is a resize or letterbox, JPEGs are decoded at the " +
-			"DCT scale (1/2, 1/4 or 1/8) that still covers 1.5 times its output size.",
+			"JPEG goes through libjpeg-turbo with the accurate IDCT, bit-exact with Pillow. " +
+			"With dct_scale, when the only consumer is a resize or letterbox, JPEGs are decoded " +
+			"at the DCT scale (1/2, 1/4 or 1/8) that still covers 1.5 times its output size.",
 		Inputs:  []Port{{Name: "encoded", Doc: "the encoded image bytes, UINT8 [-1]"}},
 		Outputs: []Port{{Name: "image", Doc: "decoded image, UINT8 [H, W, C]"}},
 		Args: []ArgSpec{
 			{Name: "color", Type: StringArg, Default: StrVal("RGB"), Enum: []string{"RGB", "BGR", "GRAY", "RGBA", "BGRA"},
 				Doc: "output channels; alpha is kept only by RGBA and BGRA (255 where the image has none)"},
 			{Name: "orient", Type: BoolArg, Default: BoolVal(true), Doc: "apply the JPEG's EXIF orientation"},
-			{Name: "dct_scale", Type: BoolArg, Default: BoolVal(true),
-				Doc: "let a resize or letterbox consumer make JPEGs decode at a reduced DCT scale"},
+			// Off by default: a scaled decode is faster on large JPEGs but no
+			// longer matches Pillow (up to 25 levels on progressive 4:4:4
+			// photos), and GPU instances never scale, so CPU and GPU
+			// instances of one model would disagree.
+			{Name: "dct_scale", Type: BoolArg, Default: BoolVal(false),
+				Doc: "let a resize or letterbox consumer make JPEGs decode at a reduced DCT scale: faster on large JPEGs, not bit-exact with Pillow"},
 		},
 		New: newDecode,
 	})
@@ -69,9 +73,29 @@ func (o *decodeOp) Link(consumers []Op) {
 
 // decodeState is one worker's decoder: a TurboJPEG handle and scratch
 // buffers, made on first use.
-type decodeState struct{ dec *codec.Decoder }
+type decodeState struct {
+	dec *codec.Decoder
+	// held bounds what the decoder's scratch buffers may hold since the
+	// last Trim: at most 4 bytes a pixel (CMYK samples, or the image
+	// before EXIF orientation).
+	held int
+}
 
 func (s *decodeState) Close() { s.dec.Close() }
+
+// Trim replaces the decoder after an image whose scratch may exceed keep
+// bytes: the codec keeps its buffers for the next image, and a new
+// decoder costs microseconds next to decoding an image that large.
+func (s *decodeState) Trim(keep int) int {
+	n := s.held
+	s.held = 0
+	if n <= keep {
+		return 0
+	}
+	s.dec.Close()
+	s.dec = codec.NewDecoder()
+	return n
+}
 
 func (o *decodeOp) NewState() (State, error) {
 	return &decodeState{dec: codec.NewDecoder()}, nil
@@ -102,6 +126,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	}
 	opt := codec.Options{Color: o.ccolor, Orient: o.orient, Scale: o.scale(h)}
 	oh, ow, oc := h.OutSize(opt)
+	st.held = max(st.held, 4*oh*ow)
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func TestDecodeSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Str("color") != "RGB" || !a.Bool("orient") || !a.Bool("dct_scale") {
+	if a.Str("color") != "RGB" || !a.Bool("orient") || a.Bool("dct_scale") {
 		t.Errorf("defaults: %v", a)
 	}
 	if a, err := s.Check(ops.Args{"color": ops.StrVal("bgra")}); err != nil || a.Str("color") != "BGRA" {
@@ -190,8 +190,10 @@ func TestDecodeDCTScale(t *testing.T) {
 	if err := png.Encode(&p, decodeTestImage(400, 300)); err != nil {
 		t.Fatal(err)
 	}
-	// The policy: the smallest of 1/8, 1/4 and 1/2 whose upright size is at
-	// least 1.5 times the consumer's output in both dimensions.
+	// The policy, when dct_scale is on: the smallest of 1/8, 1/4 and 1/2
+	// whose upright size is at least 1.5 times the consumer's output in
+	// both dimensions.
+	on := ops.Args{"dct_scale": ops.BoolVal(true)}
 	cases := []struct {
 		name      string
 		src       []byte
@@ -200,18 +202,19 @@ func TestDecodeDCTScale(t *testing.T) {
 		h, w      int // output size
 		full      [2]int
 	}{
-		{"half", plain, nil, []ops.Op{decodeTestSizer{100, 133}}, 150, 200, [2]int{300, 400}},
-		{"just over the margin for half", plain, nil, []ops.Op{decodeTestSizer{101, 133}}, 300, 400, [2]int{}},
-		{"quarter", plain, nil, []ops.Op{decodeTestSizer{50, 66}}, 75, 100, [2]int{300, 400}},
-		{"eighth", plain, nil, []ops.Op{decodeTestSizer{10, 10}}, 38, 50, [2]int{300, 400}},
-		{"upscale", plain, nil, []ops.Op{decodeTestSizer{600, 800}}, 300, 400, [2]int{}},
-		{"oriented", rotated, nil, []ops.Op{decodeTestSizer{133, 100}}, 200, 150, [2]int{400, 300}},
-		{"oriented, off", rotated, ops.Args{"orient": ops.BoolVal(false)}, []ops.Op{decodeTestSizer{133, 100}}, 300, 400, [2]int{}},
+		{"half", plain, on, []ops.Op{decodeTestSizer{100, 133}}, 150, 200, [2]int{300, 400}},
+		{"just over the margin for half", plain, on, []ops.Op{decodeTestSizer{101, 133}}, 300, 400, [2]int{}},
+		{"quarter", plain, on, []ops.Op{decodeTestSizer{50, 66}}, 75, 100, [2]int{300, 400}},
+		{"eighth", plain, on, []ops.Op{decodeTestSizer{10, 10}}, 38, 50, [2]int{300, 400}},
+		{"upscale", plain, on, []ops.Op{decodeTestSizer{600, 800}}, 300, 400, [2]int{}},
+		{"oriented", rotated, on, []ops.Op{decodeTestSizer{133, 100}}, 200, 150, [2]int{400, 300}},
+		{"oriented, off", rotated, ops.Args{"orient": ops.BoolVal(false), "dct_scale": ops.BoolVal(true)}, []ops.Op{decodeTestSizer{133, 100}}, 300, 400, [2]int{}},
+		{"dct_scale off by default", plain, nil, []ops.Op{decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
 		{"dct_scale off", plain, ops.Args{"dct_scale": ops.BoolVal(false)}, []ops.Op{decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
-		{"two consumers", plain, nil, []ops.Op{decodeTestSizer{10, 10}, decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
-		{"pipeline output", plain, nil, []ops.Op{nil}, 300, 400, [2]int{}},
-		{"not a sizer", plain, nil, []ops.Op{decodeTestPlain{}}, 300, 400, [2]int{}},
-		{"PNG", p.Bytes(), nil, []ops.Op{decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
+		{"two consumers", plain, on, []ops.Op{decodeTestSizer{10, 10}, decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
+		{"pipeline output", plain, on, []ops.Op{nil}, 300, 400, [2]int{}},
+		{"not a sizer", plain, on, []ops.Op{decodeTestPlain{}}, 300, 400, [2]int{}},
+		{"PNG", p.Bytes(), on, []ops.Op{decodeTestSizer{10, 10}}, 300, 400, [2]int{}},
 	}
 	for _, c := range cases {
 		op := decodeTestOp(t, c.args)
@@ -278,7 +281,7 @@ func TestDecodeErrors(t *testing.T) {
 // TestDecodeNoAllocs: a worker's steady state allocates nothing for JPEG,
 // scaled and oriented included.
 func TestDecodeNoAllocs(t *testing.T) {
-	op := decodeTestOp(t, nil)
+	op := decodeTestOp(t, ops.Args{"dct_scale": ops.BoolVal(true)})
 	op.(ops.Linker).Link([]ops.Op{decodeTestSizer{100, 75}}) // upright 240 wide, 320 high: half scale
 	st, err := op.(ops.Stateful).NewState()
 	if err != nil {
@@ -300,5 +303,42 @@ func TestDecodeNoAllocs(t *testing.T) {
 	}
 	if h, w, _ := out[0].HWC(); h != 160 || w != 120 || out[0].Full != [2]int{320, 240} {
 		t.Errorf("got %dx%d full %v, want 120x160 full [320 240]", w, h, out[0].Full)
+	}
+}
+
+// TestDecodeTrim: after an image whose scratch may exceed the bound, Trim
+// replaces the worker's decoder (releasing the scratch an EXIF rotation
+// used) and reports it; the next image decodes the same.
+func TestDecodeTrim(t *testing.T) {
+	op := decodeTestOp(t, nil)
+	st, err := op.(ops.Stateful).NewState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr := st.(ops.Trimmer)
+	src := decodeTestEXIF(decodeTestJPEG(t, 400, 300), 6)
+	ctx := &ops.Ctx{State: st, Limits: ops.DefaultLimits}
+	in := []*ops.Tensor{{DType: ops.Uint8, Dims: []int{len(src)}, Data: src}}
+	decode := func() []byte {
+		out := []*ops.Tensor{{}}
+		if err := op.Run(ctx, in, out); err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Data
+	}
+	first := decode()
+	if n := tr.Trim(1 << 20); n != 0 {
+		t.Errorf("Trim over a 480 kB bound released %d bytes", n)
+	}
+	decode()
+	if n := tr.Trim(1000); n < 400*300*3 {
+		t.Errorf("Trim(1000) after a 400x300 image released %d bytes", n)
+	}
+	if n := tr.Trim(1000); n != 0 {
+		t.Errorf("a second Trim released %d bytes", n)
+	}
+	if !bytes.Equal(decode(), first) {
+		t.Error("the decoder made after Trim decodes differently")
 	}
 }

@@ -33,6 +33,13 @@ type State interface {
 	Close()
 }
 
+// Trimmer is implemented by states whose scratch buffers grow with the
+// images they see. The executor calls Trim after each sample: it releases
+// buffers over keep bytes and returns how many bytes it released.
+type Trimmer interface {
+	Trim(keep int) int
+}
+
 // Sizer is implemented by operators whose output height and width follow
 // from the input's full-resolution height and width alone (resize,
 // letterbox). A decoder feeding one may decode at a reduced DCT scale.

@@ -252,6 +252,16 @@ type resampler struct {
 
 func (r *resampler) Close() {}
 
+// Trim releases the first pass's buffer when it is over keep bytes; the
+// weight tables stay (a few kilobytes per axis).
+func (r *resampler) Trim(keep int) int {
+	if n := cap(r.tmp); n > keep {
+		r.tmp = nil
+		return n
+	}
+	return 0
+}
+
 // table returns the weights for one axis from the cache, building them on a
 // miss into the least recently used slot. The LRU order guarantees that the
 // table returned by the previous call survives this one.

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -409,4 +410,25 @@ func TestResizeMatchesReference(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestResizeTrim: Trim releases the first pass's buffer only when it is
+// over the bound, and the next image resizes the same.
+func TestResizeTrim(t *testing.T) {
+	r := newRunner(t, resizeTo(t, 300, 420, "linear", true), 1)
+	img := gradient(375, 500, 3)
+	first := bytes.Clone(r.mustRun(t, img).Data)
+	tr := r.ctx.State.(Trimmer)
+	if n := tr.Trim(1 << 30); n != 0 {
+		t.Errorf("Trim under the bound released %d bytes", n)
+	}
+	if n := tr.Trim(0); n < 300*500*3 {
+		t.Errorf("Trim(0) released %d bytes, want the first pass's 300x500x3 or more", n)
+	}
+	if n := tr.Trim(0); n != 0 {
+		t.Errorf("a second Trim released %d bytes", n)
+	}
+	if !bytes.Equal(r.mustRun(t, img).Data, first) {
+		t.Error("resizing after Trim gives a different result")
+	}
 }

@@ -285,16 +285,33 @@ def test_imagenet_pipeline_vs_reference(sluice, corpus):
         assert d.mean() <= 0.5 and d.max() <= 3, (p.name, d.mean(), d.max())
 
 
+def test_dct_scale_off_by_default(sluice, corpus):
+    """The shipped pipelines decode at full size: their outputs on large
+    photos equal the ones with dct_scale off explicitly."""
+    paths = jpegs(corpus, "jpeg/large")
+    text = (ROOT / "model_repository/preprocess_imagenet/1/pipeline.pbtxt").read_text()
+    assert "dct_scale" not in text
+    shipped, _ = sluice.run(text, paths)
+    full, _ = sluice.run(imagenet_text(dct=False), paths)
+    for p in paths:
+        np.testing.assert_array_equal(shipped[str(p)]["PIXELS"], full[str(p)]["PIXELS"], err_msg=p.name)
+
+
 def test_dct_scaled_decode_close_to_full(sluice, corpus):
-    """DCT-domain downscaled decode + resize stays close to full decode +
-    resize, on photos where it applies (the large ones, and shorter-side
-    256 from ImageNet-size photos)."""
-    paths = imagenet_sample(corpus) + jpegs(corpus, "jpeg/large")
+    """dct_scale on: DCT-domain downscaled decode + resize stays close to
+    full decode + resize (mean under 1.5 levels), on photos where it applies
+    (the large ones, and shorter-side 256 from ImageNet-size photos). It
+    does apply there: every large photo's output differs from the full
+    decode's, or the option would be doing nothing."""
+    large = jpegs(corpus, "jpeg/large")
+    paths = imagenet_sample(corpus) + large
     full, _ = sluice.run(imagenet_text(dct=False), paths)
     scaled, _ = sluice.run(imagenet_text(dct=True), paths)
     for p in paths:
         d = np.abs(full[str(p)]["PIXELS"] - scaled[str(p)]["PIXELS"]) * (STD[:, None, None] * 255)
         assert d.mean() <= 1.5, (p.name, d.mean())
+        if p in large:
+            assert d.max() > 0, f"{p.name}: dct_scale changed nothing"
 
 
 def letterbox_reference(rgb, size=640):

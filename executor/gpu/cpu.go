@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
 )
@@ -79,6 +80,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
+	defer w.trim(smp.h * smp.w * 4)
 	if len(w.pinned) < n {
 		if w.pinned != nil {
 			cuda.MemFreeHost(w.pinned)
@@ -95,6 +97,23 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		return err
 	}
 	return w.stream.Synchronize()
+}
+
+// trim lets go of what an image of up to held bytes of scratch grew, when
+// that is over ops.RetainBytes: the pinned buffer (pinning is slow, but so
+// is decoding such an image on the CPU) and the decoder's scratch (CMYK
+// samples, at most 4 bytes a pixel).
+func (w *cpuWorker) trim(held int) {
+	if held <= ops.RetainBytes {
+		return
+	}
+	if len(w.pinned) > ops.RetainBytes {
+		cuda.MemFreeHost(w.pinned)
+		w.pinned = nil
+	}
+	w.dec.Close()
+	w.dec = codec.NewDecoder()
+	reclaim.Released(held)
 }
 
 func (w *cpuWorker) close() {
