@@ -15,7 +15,7 @@ BUILD    := build
 CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
-.PHONY: all build setup deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
+.PHONY: all build setup deps test-deps venv test gotest pytest vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean
 
 all: build
@@ -26,6 +26,14 @@ deps:
 	@dpkg -s libturbojpeg0-dev >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev; }
 
+# For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
+# custom progressive scan scripts): libjpeg's headers (internal/testimg
+# encodes through the libjpeg API of libturbojpeg.a) and cjpeg
+# (tests/test_accuracy.py).
+test-deps: deps
+	@dpkg -s libjpeg-dev libjpeg-turbo-progs >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs; }
+
 # Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: tests/requirements.txt
@@ -33,7 +41,7 @@ $(VENV)/.stamp: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-setup: deps venv
+setup: test-deps venv
 
 build: deps
 	$(GO) build -o $(BUILD)/sluice ./cmd/sluice
@@ -52,16 +60,16 @@ backend: turbojpeg-pic
 turbojpeg-pic: deps
 	scripts/turbojpeg-pic.sh $(BUILD)/turbojpeg-pic
 
-vet: deps
+vet: test-deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
 # turbojpeg-pic: cgo's test builds the backend library and checks its symbols.
-gotest: deps turbojpeg-pic
+gotest: test-deps turbojpeg-pic
 	$(GO) test ./...
 
 # tests/triton runs in its own venv (tritonclient needs numpy < 2): test-triton.
-pytest: build venv
+pytest: build venv test-deps
 	SLUICE_BIN=$(abspath $(BUILD)/sluice) $(VENV)/bin/pytest -q tests --ignore=tests/triton
 
 test: vet gotest pytest test-triton test-client
@@ -108,7 +116,7 @@ test-triton: backend build triton
 # ports. `go test ./...` runs them too
 # when the backend and .venv-triton exist, and skips them otherwise;
 # SLUICE_TRITON_TESTS=1 turns a missing prerequisite into a failure.
-test-client: backend triton
+test-client: backend triton test-deps
 	SLUICE_TRITON_TESTS=1 SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) TRITON_VENV=$(abspath $(TRITON_VENV)) \
 	  $(GO) test -count=1 ./client/... ./cmd/sluice/...
 
@@ -141,7 +149,7 @@ bench-cpu: build venv
 # A count, not a duration: time-based -fuzztime can end in a spurious
 # "context deadline exceeded" with Go 1.26 (golang/go#75804).
 FUZZTIME ?= 500000x
-fuzz: deps
+fuzz: test-deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/

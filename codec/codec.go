@@ -103,6 +103,15 @@ func (h Header) HuffmanSequential() bool {
 // Components is a JPEG's colour component count; 0 for other formats.
 func (h Header) Components() int { return h.jpeg.components }
 
+// ColorSpace is how a JPEG's components code colour, as libjpeg reads it
+// from the headers (what the CPU decode follows): a JFIF marker means
+// YCbCr; else an Adobe marker's transform 0 means RGB (3 components) or
+// CMYK (4), another one YCbCr or YCCK; else components named 'R', 'G', 'B'
+// mean RGB, 4 components CMYK, and 3 YCbCr. SpaceUnknown for other
+// formats. GPU JPEG decoders read 3 components as YCbCr: an RGB one
+// comes out in wrong colours there.
+func (h Header) ColorSpace() ColorSpace { return h.jpeg.space }
+
 // ScaledSize is the stored size decoded at scale m/8, rounded up as
 // libjpeg-turbo's TJSCALED does. Unscalable formats ignore m.
 func (h Header) ScaledSize(m int) (height, width int) {
@@ -128,6 +137,28 @@ func (h Header) OutSize(o Options) (height, width, channels int) {
 		height, width = width, height
 	}
 	return height, width, o.color().Channels()
+}
+
+// ColorSpace is how a JPEG's components code colour.
+type ColorSpace uint8
+
+const (
+	// SpaceUnknown: not a JPEG.
+	SpaceUnknown ColorSpace = iota
+	SpaceGray
+	SpaceYCbCr
+	SpaceRGB // the components are R, G and B: no colour transform to undo
+	SpaceCMYK
+	SpaceYCCK
+)
+
+var spaceNames = [...]string{"unknown", "GRAY", "YCbCr", "RGB", "CMYK", "YCCK"}
+
+func (c ColorSpace) String() string {
+	if int(c) < len(spaceNames) {
+		return spaceNames[c]
+	}
+	return fmt.Sprintf("ColorSpace(%d)", uint8(c))
 }
 
 // Image is a decoded image: Height rows of Width pixels of Color, packed.

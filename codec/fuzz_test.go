@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
 // fuzzSeeds are generated images of every kind the decoders handle, plus
@@ -20,7 +22,20 @@ func fuzzSeeds(f *testing.F) {
 	g16 := image.NewGray16(image.Rect(0, 0, 5, 3))
 	pal := image.NewPaletted(image.Rect(0, 0, 6, 4), color.Palette{color.NRGBA{1, 2, 3, 0}, color.NRGBA{200, 100, 50, 255}})
 	jpg := encodeJPEG(f, gradientImage(24, 17), 80)
+	pix := noisyRGB(24, 16)
+	rgbJPEG, err := testimg.LibJPEG(pix, 24, 16, testimg.LibJPEGOptions{Quality: 90, RGB: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	lowPass, err := testimg.LibJPEG(pix, 24, 16, testimg.LibJPEGOptions{Quality: 90, Scans: lowPassScript})
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range [][]byte{
+		rgbJPEG,
+		lowPass,
+		testimg.ManyScans(40, 24, 30),
+		testimg.ManyScans(16, 16, MaxJPEGScans+1),
 		jpg,
 		encodeJPEG(f, g, 60),
 		withAPP1(jpg, exifPayload(6, true)),

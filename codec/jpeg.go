@@ -28,6 +28,7 @@ typedef struct {
 static sl_header sl_read_header(tjhandle h, const unsigned char *src, unsigned long n, char *msg) {
 	sl_header r;
 	memset(&r, 0, sizeof r);
+	r.colorspace = -1; // 0 is TJCS_RGB
 	r.rc = tjDecompressHeader3(h, src, n, &r.width, &r.height, &r.subsamp, &r.colorspace);
 	if (r.rc != 0) {
 		r.fatal = tjGetErrorCode(h) == TJERR_FATAL;
@@ -40,8 +41,9 @@ static sl_header sl_read_header(tjhandle h, const unsigned char *src, unsigned l
 // followed one), 2 after a fatal error. No TJFLAG_FASTDCT nor
 // TJFLAG_FASTUPSAMPLE: decompression then uses libjpeg's accurate integer
 // IDCT and fancy upsampling, bit-exact with Pillow. TJFLAG_LIMITSCANS
-// rejects progressive files with more than 500 scans, a known way to make
-// a small file cost minutes of CPU.
+// rejects files with more than 500 scans once it has decoded 500 of them;
+// the marker walk refuses those before (MaxJPEGScans), so the flag is a
+// backstop.
 static int sl_decompress(tjhandle h, const unsigned char *src, unsigned long n,
                          unsigned char *dst, int width, int height, int pf, char *msg) {
 	if (tjDecompress2(h, src, n, dst, width, 0, height, pf, TJFLAG_LIMITSCANS) == 0)
@@ -164,6 +166,9 @@ func (d *jpegDecoder) Header(src []byte, maxPixels int) (Header, error) {
 		Width: s.width, Height: s.height, Orientation: s.orientation,
 		Scalable: jpegScalable, jpeg: s.layout,
 	}
+	// Set even when the call failed harmlessly (a warning, or the
+	// subsampling below): libjpeg had read the headers.
+	h.jpeg.space = tjSpace(r.colorspace)
 	if r.rc != 0 {
 		msg := d.message()
 		// 2.1 refuses unusual chroma layouts here although
@@ -244,6 +249,22 @@ func (d *jpegDecoder) decompress(dst, src []byte, w, h, ps int, pf C.int) error 
 	}
 	d.reset()
 	return err
+}
+
+func tjSpace(cs C.int) ColorSpace {
+	switch cs {
+	case C.TJCS_GRAY:
+		return SpaceGray
+	case C.TJCS_YCbCr:
+		return SpaceYCbCr
+	case C.TJCS_RGB:
+		return SpaceRGB
+	case C.TJCS_CMYK:
+		return SpaceCMYK
+	case C.TJCS_YCCK:
+		return SpaceYCCK
+	}
+	return SpaceUnknown
 }
 
 func tjFormat(c Color) C.int {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"math"
 	"math/bits"
 )
 
@@ -20,10 +21,34 @@ const (
 // most 10 (MAX_COMPONENTS) and rejects more itself.
 const maxFrameComps = 10
 
-// jpegLayout is what the decoder needs from the marker walk.
+// MaxJPEGScans is the most scans a JPEG may have: libjpeg-turbo's own
+// limit (TJFLAG_LIMITSCANS), which libjpeg enforces only on reaching scan
+// 501, after decoding the 500 before it; the marker walk refuses such
+// files before decoding. Photos have 1 (sequential) to about 10 scans
+// (progressive); the corpus's most is 14.
+const MaxJPEGScans = 500
+
+// JPEGWorkPerPixel sets a JPEG's decode-work budget: its scans may decode
+// at most this many samples per pixel of the pixel limit (maxPixels).
+// Work is counted from the frame and scan headers before anything is
+// decoded: each scan adds 64 samples per 8×8 block of each component it
+// codes, since libjpeg visits every such block however little data the
+// scan holds. An 8192×8192 frame with 499 near-empty scans is a 190 KB
+// file that decodes 33 G samples in 11 s of CPU (0.34 ns per sample).
+// A sequential colour JPEG costs 1.5 (4:2:0) to 3 (4:4:4) samples per
+// pixel, libjpeg's standard progressive script 8 to 14; the corpus's most
+// is 14.6, and its largest photo 127 M samples. Under the default 64 MP
+// limit the budget is 4.3 G samples: 34 times that photo, 4 times what
+// the costliest corpus photo would need at the pixel limit, and about
+// 1.5 s of CPU for the worst file, as long as a 64 MP progressive photo
+// takes to decode (1 to 1.6 s, extrapolated from the corpus's).
+const JPEGWorkPerPixel = 64
+
+// jpegLayout is what Header keeps of a JPEG for the decoder.
 type jpegLayout struct {
 	sof        byte // SOFn marker code
 	components int
+	space      ColorSpace // from libjpeg's header reader
 }
 
 // process names the coding process of a SOF marker for messages.
@@ -56,6 +81,17 @@ type jpegScan struct {
 	layout        jpegLayout
 	width, height int
 	orientation   int // EXIF orientation, 0 when absent
+	scans         int
+	work          int // samples decoded across all scans, saturating
+}
+
+// frameComp is what the walk keeps of one frame component.
+type frameComp struct {
+	id      byte
+	h, v    int    // sampling factors
+	blocks  int    // 8×8 blocks a scan of it visits, MCU padding included
+	started uint64 // coefficients some scan has begun to code
+	done    uint64 // coefficients coded down to their last bit (Al = 0)
 }
 
 // scanJPEG walks the whole marker structure of b without decoding, the way
@@ -63,22 +99,56 @@ type jpegScan struct {
 // and RST markers inside scans), and stops at the first EOI.
 //
 // It exists because libjpeg cannot tell us some things before we commit to
-// a decode: the EXIF orientation (needed to size the output),
-// whether the data ends before EOI (libjpeg would decode a grey-padded image
+// a decode: the EXIF orientation (needed to size the output), what the
+// scans will cost (libjpeg counts scans only as it decodes them), whether
+// the data ends before EOI (libjpeg would decode a grey-padded image
 // with a warning, after we allocated for it), and whether a progressive
 // image's scans ever complete. Go's video-001.progressive.truncated.jpeg is
 // a progressive stream cut after four scans with an EOI appended: libjpeg
-// decodes it without a single warning, as a blurry approximation. We call
-// an image complete when every coefficient of every component has been
-// coded down to its last bit (a scan with Al = 0); anything less is a
-// truncated upload.
+// decodes it without a single warning, as a blurry approximation. The
+// standard lets a scan script leave coefficients uncoded, or never refine
+// them to full precision; encoders do the first (high frequencies
+// dropped), never the second. So an image is complete when every
+// component has its DC coded and every coefficient a scan began to code
+// was refined down to its last bit (Al = 0); anything less is a truncated
+// upload. A cut that leaves no refinement pending cannot be told from a
+// script that stops there, and decodes as libjpeg and Pillow decode it.
+//
+// maxPixels (when > 0) bounds the frame's pixels and, through
+// JPEGWorkPerPixel, the work of its scans; MaxJPEGScans bounds the scans
+// whatever maxPixels is. The limits are checked over the whole walk, so
+// that their errors give the whole counts.
 func scanJPEG(b []byte, maxPixels int) (jpegScan, *Error) {
 	var s jpegScan
-	var (
-		ids    [maxFrameComps]byte
-		done   [maxFrameComps]uint64 // coefficients coded to the last bit
-		sawSOS bool
-	)
+	var comps [maxFrameComps]frameComp
+	err := s.walk(b, maxPixels, &comps)
+	if s.scans > MaxJPEGScans {
+		return s, formatErr(TooLarge, "JPEG", "%s JPEG has %d scans, over the limit of %d",
+			s.layout.process(), s.scans, MaxJPEGScans)
+	}
+	if budget := workBudget(maxPixels); budget > 0 && s.work > budget {
+		return s, formatErr(TooLarge, "JPEG",
+			"%s JPEG's %d scans decode %d samples (%.1f per pixel of its %dx%d), over the budget of %d (%d per pixel of the %d-pixel limit)",
+			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height,
+			budget, JPEGWorkPerPixel, maxPixels)
+	}
+	if err == nil {
+		err = s.checkComplete(&comps)
+	}
+	return s, err
+}
+
+// workBudget is the decode work allowed under a pixel limit, 0 for none.
+func workBudget(maxPixels int) int {
+	if maxPixels <= 0 || maxPixels > math.MaxInt/JPEGWorkPerPixel {
+		return 0
+	}
+	return maxPixels * JPEGWorkPerPixel
+}
+
+// walk reads the markers up to EOI; it fails on a structural problem
+// or early end, and counts scans and their work as it goes.
+func (s *jpegScan) walk(b []byte, maxPixels int, comps *[maxFrameComps]frameComp) *Error {
 	pos := 2 // after SOI; sniffing checked FF D8 FF
 	for {
 		// Find the next marker. Outside scans, libjpeg skips any junk up to
@@ -87,14 +157,14 @@ func scanJPEG(b []byte, maxPixels int) (jpegScan, *Error) {
 		// come down to: skip to a 0xFF that starts a segment marker.
 		i := bytes.IndexByte(b[pos:], 0xFF)
 		if i < 0 {
-			return s, endedEarly(sawSOS)
+			return endedEarly(s.scans > 0)
 		}
 		pos += i
 		for pos < len(b) && b[pos] == 0xFF {
 			pos++
 		}
 		if pos >= len(b) {
-			return s, endedEarly(sawSOS)
+			return endedEarly(s.scans > 0)
 		}
 		m := b[pos]
 		pos++
@@ -102,50 +172,50 @@ func scanJPEG(b []byte, maxPixels int) (jpegScan, *Error) {
 		case m == 0x00, m >= 0xD0 && m <= 0xD7, m == mTEM:
 			continue // stuffed byte, restart marker, TEM: no segment
 		case m == mEOI:
-			if !sawSOS {
-				return s, formatErr(Corrupt, "JPEG", "JPEG has no image data (EOI before the first scan)")
+			if s.scans == 0 {
+				return formatErr(Corrupt, "JPEG", "JPEG has no image data (EOI before the first scan)")
 			}
-			return s, s.checkComplete(&ids, &done)
+			return nil
 		case m == mSOI:
-			return s, formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOI markers")
+			return formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOI markers")
 		}
 		if pos+2 > len(b) {
-			return s, endedEarly(sawSOS)
+			return endedEarly(s.scans > 0)
 		}
 		n := int(b[pos])<<8 | int(b[pos+1])
 		if n < 2 {
-			return s, formatErr(Corrupt, "JPEG", "bogus JPEG marker length %d for marker 0x%02x", n, m)
+			return formatErr(Corrupt, "JPEG", "bogus JPEG marker length %d for marker 0x%02x", n, m)
 		}
 		if pos+n > len(b) {
-			return s, endedEarly(sawSOS)
+			return endedEarly(s.scans > 0)
 		}
 		seg := b[pos+2 : pos+n]
 		pos += n
 		switch {
 		case m >= 0xC0 && m <= 0xCF && m != mDHT && m != mDAC && m != 0xC8:
 			if s.layout.sof != 0 {
-				return s, formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOF markers")
+				return formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOF markers")
 			}
-			if err := s.readSOF(m, seg, &ids); err != nil {
-				return s, err
+			if err := s.readSOF(m, seg, comps); err != nil {
+				return err
 			}
 			// Check the size now: a forged header must not cost a walk
 			// over the rest of the data, let alone a decode.
 			if err := tooLarge("JPEG", s.width, s.height, maxPixels); err != nil {
-				return s, err
+				return err
 			}
 		case m == mSOS:
 			if s.layout.sof == 0 {
-				return s, formatErr(Corrupt, "JPEG", "invalid JPEG structure: SOS before SOF")
+				return formatErr(Corrupt, "JPEG", "invalid JPEG structure: SOS before SOF")
 			}
-			if err := s.readSOS(seg, &ids, &done); err != nil {
-				return s, err
+			s.scans++
+			if err := s.readSOS(seg, comps); err != nil {
+				return err
 			}
-			sawSOS = true
 		case m == mAPP1:
 			// The first EXIF segment of the headers counts, as in Pillow,
 			// which stops reading markers at the first scan.
-			if !sawSOS && s.orientation == 0 && len(seg) >= 6 && string(seg[:6]) == "Exif\x00\x00" {
+			if s.scans == 0 && s.orientation == 0 && len(seg) >= 6 && string(seg[:6]) == "Exif\x00\x00" {
 				s.orientation = EXIFOrientation(seg)
 			}
 		}
@@ -159,7 +229,7 @@ func endedEarly(sawSOS bool) *Error {
 	return formatErr(Truncated, "JPEG", "JPEG data ends early, inside the headers")
 }
 
-func (s *jpegScan) readSOF(m byte, seg []byte, ids *[maxFrameComps]byte) *Error {
+func (s *jpegScan) readSOF(m byte, seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	if len(seg) < 6 {
 		return formatErr(Corrupt, "JPEG", "bogus JPEG SOF length %d", len(seg))
 	}
@@ -180,46 +250,71 @@ func (s *jpegScan) readSOF(m byte, seg []byte, ids *[maxFrameComps]byte) *Error 
 	s.height = int(seg[1])<<8 | int(seg[2])
 	s.width = int(seg[3])<<8 | int(seg[4])
 	s.layout.components = nc
+	hmax, vmax := 1, 1
 	for i := 0; i < nc && i < maxFrameComps; i++ {
-		ids[i] = seg[6+3*i]
+		c := &comps[i]
+		c.id, c.h, c.v = seg[6+3*i], max(int(seg[7+3*i]>>4), 1), max(int(seg[7+3*i]&0x0F), 1)
+		hmax, vmax = max(hmax, c.h), max(vmax, c.v)
+	}
+	// A component has h×v blocks in each MCU of 8hmax × 8vmax pixels.
+	mcus := ((s.width + 8*hmax - 1) / (8 * hmax)) * ((s.height + 8*vmax - 1) / (8 * vmax))
+	for i := 0; i < nc && i < maxFrameComps; i++ {
+		comps[i].blocks = mcus * comps[i].h * comps[i].v
 	}
 	return nil
 }
 
-// readSOS records which coefficients a scan completes.
-func (s *jpegScan) readSOS(seg []byte, ids *[maxFrameComps]byte, done *[maxFrameComps]uint64) *Error {
+// readSOS records which coefficients a scan begins and completes, and
+// adds its work.
+func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	if len(seg) < 1 || len(seg) < 1+2*int(seg[0])+3 {
 		return formatErr(Corrupt, "JPEG", "bogus JPEG SOS length %d", len(seg))
 	}
 	ns := int(seg[0])
-	ss, se, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]&0x0F)
-	var mask uint64
+	ss, se, ah, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&0x0F)
+	var band, started, done uint64
+	if ss <= se && se < 64 {
+		band = (^uint64(0) >> (63 - se)) &^ (uint64(1)<<ss - 1)
+	}
 	switch {
 	case !progressive(s.layout.sof):
-		mask = ^uint64(0) // a sequential scan codes its components fully
-	case al == 0 && ss <= se && se < 64:
-		mask = (^uint64(0) >> (63 - se)) &^ (uint64(1)<<ss - 1)
+		started, done = ^uint64(0), ^uint64(0) // a sequential scan codes its components fully
+	case ah == 0 && al == 0:
+		started, done = band, band
+	case ah == 0:
+		started = band
+	case al == 0:
+		done = band
 	}
 	for k := 0; k < ns; k++ {
 		id := seg[1+2*k]
 		c := 0
-		for c < s.layout.components && c < maxFrameComps && ids[c] != id {
+		for c < s.layout.components && c < maxFrameComps && comps[c].id != id {
 			c++
 		}
 		if c == s.layout.components || c == maxFrameComps {
 			return formatErr(Corrupt, "JPEG", "JPEG scan names component %d, which the frame lacks", id)
 		}
-		done[c] |= mask
+		comps[c].started |= started
+		comps[c].done |= done
+		// Saturates far below overflow: a scan adds at most 10 components
+		// of 65535² samples.
+		s.work = min(s.work+64*comps[c].blocks, 1<<62)
 	}
 	return nil
 }
 
-func (s *jpegScan) checkComplete(ids *[maxFrameComps]byte, done *[maxFrameComps]uint64) *Error {
-	for c := 0; c < s.layout.components && c < maxFrameComps; c++ {
-		if done[c] != ^uint64(0) {
+func (s *jpegScan) checkComplete(comps *[maxFrameComps]frameComp) *Error {
+	for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
+		c := &comps[i]
+		if open := c.started &^ c.done; open != 0 {
 			return formatErr(Truncated, "JPEG",
-				"%s JPEG ends before its last scan (component %d has %d of 64 coefficients complete)",
-				s.layout.process(), ids[c], bits.OnesCount64(done[c]))
+				"%s JPEG ends before its last scan (component %d has coefficients not refined to full precision: %d of 64)",
+				s.layout.process(), c.id, bits.OnesCount64(open))
+		}
+		if c.done&1 == 0 {
+			return formatErr(Truncated, "JPEG", "%s JPEG ends before its last scan (component %d has no DC scan)",
+				s.layout.process(), c.id)
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ type Fuser interface {
 // Limits bound what one sample may cost, checked before allocating.
 type Limits struct {
 	MaxBytes  int // encoded bytes per image; 0 = unlimited
-	MaxPixels int // decoded pixels per image (width × height); 0 = unlimited
+	MaxPixels int // decoded pixels per image (width × height), which also sets a JPEG's decode-work budget (codec.JPEGWorkPerPixel); 0 = unlimited
 }
 
 // DefaultLimits: 64 MiB encoded, 64 megapixels decoded.

@@ -49,7 +49,7 @@ build() {
 	# Only what this script writes, so a DIR holding other files keeps them.
 	rm -rf "$dir/sluice" "$dir"/*.test "$dir/corpus" "$dir/manifest.txt" "$dir/build.log" "$dir/out"
 
-	make -s deps || { echo "make deps failed (libturbojpeg0-dev)" >&2; return 1; }
+	make -s test-deps || { echo "make test-deps failed (libturbojpeg0-dev, libjpeg-dev)" >&2; return 1; }
 	# -s -w: no symbol table or DWARF, about half the size; Go's own
 	# tracebacks still work (they use the pclntab).
 	local ldflags='-s -w'

@@ -4,6 +4,8 @@ photos of the corpus and on images generated here."""
 
 import io
 import pathlib
+import shutil
+import subprocess
 
 import cv2
 import numpy as np
@@ -53,12 +55,17 @@ def size_key(p):
 # --- decode ---------------------------------------------------------------
 
 
-def generated_jpegs(tmp_path):
-    """JPEG variants made here, so the decoder is checked without the corpus."""
+def noisy_gradient():
+    """A 97x61 RGB test image with detail at every frequency."""
     rng = np.random.default_rng(7)
     y, x = np.mgrid[0:61, 0:97]
     base = np.stack([x * 2.5, y * 4, (x + y) * 1.6], axis=2) + rng.normal(0, 12, (61, 97, 3))
-    img = Image.fromarray(np.clip(base, 0, 255).astype(np.uint8))
+    return Image.fromarray(np.clip(base, 0, 255).astype(np.uint8))
+
+
+def generated_jpegs(tmp_path):
+    """JPEG variants made here, so the decoder is checked without the corpus."""
+    img = noisy_gradient()
     variants = {
         "s444": dict(subsampling=0, quality=90),
         "s422": dict(subsampling=1, quality=80),
@@ -82,6 +89,45 @@ def test_decode_bit_exact_generated(sluice, tmp_path):
     paths = generated_jpegs(tmp_path)
     res, _ = sluice.run(decode_pipeline(61, 97), paths)
     for p in paths:
+        np.testing.assert_array_equal(res[str(p)]["PIXELS"], pil_rgb(p), err_msg=str(p))
+
+
+# A progressive scan script (cjpeg -scans) that codes luma up to
+# coefficient 44, with successive approximation, chroma up to 20, and never
+# the rest: legal, what an encoder dropping high frequencies writes.
+LOW_PASS_SCANS = """
+0,1,2: 0-0, 0, 0;
+0: 1-5, 0, 1;
+1: 1-20, 0, 0;
+2: 1-20, 0, 0;
+0: 6-44, 0, 1;
+0: 1-44, 1, 0;
+"""
+
+
+def cjpeg(tmp_path, img, name, *args):
+    """img encoded by libjpeg's cjpeg with args, for what Pillow cannot write."""
+    exe = shutil.which("cjpeg")
+    assert exe, "cjpeg not found (make deps installs libjpeg-turbo-progs)"
+    src = tmp_path / f"{name}.ppm"
+    img.save(src)
+    out = tmp_path / f"{name}.jpg"
+    subprocess.run([exe, *args, "-outfile", str(out), str(src)], check=True)
+    return out
+
+
+def test_decode_cjpeg_variants(sluice, tmp_path):
+    """Legal JPEGs Pillow cannot write decode as Pillow decodes them: RGB
+    components (Adobe transform 0, no colour conversion) and a scan script
+    that leaves high frequencies uncoded."""
+    img = noisy_gradient()
+    scans = tmp_path / "lowpass.txt"
+    scans.write_text(LOW_PASS_SCANS)
+    rgb = cjpeg(tmp_path, img, "rgb", "-rgb", "-quality", "90")
+    low = cjpeg(tmp_path, img, "lowpass", "-scans", str(scans), "-quality", "90")
+    assert Image.open(rgb).info.get("adobe_transform") == 0
+    res, _ = sluice.run(decode_pipeline(61, 97), [rgb, low])
+    for p in rgb, low:
         np.testing.assert_array_equal(res[str(p)]["PIXELS"], pil_rgb(p), err_msg=str(p))
 
 

@@ -1,0 +1,317 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/testimg"
+)
+
+const defaultMaxPixels = 64 << 20 // ops.DefaultLimits.MaxPixels
+
+// headerTimed reads a header with a fresh decoder and says how long it took.
+func headerTimed(src []byte, maxPixels int) (Header, time.Duration, error) {
+	d := NewDecoder()
+	defer d.Close()
+	start := time.Now()
+	h, err := d.Header(src, maxPixels)
+	return h, time.Since(start), err
+}
+
+// TestJPEGScanLimit: a file over MaxJPEGScans is refused by the marker
+// walk, naming the count and the limit; one at the limit decodes, so the
+// walk refuses nothing libjpeg would take.
+func TestJPEGScanLimit(t *testing.T) {
+	over := testimg.ManyScans(512, 512, 700)
+	_, took, err := headerTimed(over, defaultMaxPixels)
+	wantCause(t, err, TooLarge)
+	if !strings.Contains(err.Error(), "700 scans") || !strings.Contains(err.Error(), "limit of 500") {
+		t.Errorf("message %q names neither the count nor the limit", err)
+	}
+	t.Logf("%d-byte file of 700 scans refused in %v: %v", len(over), took, err)
+
+	at := testimg.ManyScans(512, 512, MaxJPEGScans)
+	img := mustDecode(t, at, Options{Color: Gray, MaxPixels: defaultMaxPixels})
+	if img.Pix[0] != 128 || img.Pix[len(img.Pix)-1] != 128 {
+		t.Errorf("flat grey decoded to %d..%d, want 128", img.Pix[0], img.Pix[len(img.Pix)-1])
+	}
+	// libjpeg's own limit is the same: handed a file of one scan more
+	// behind the walk's back, it refuses it.
+	d := NewDecoder()
+	defer d.Close()
+	h, err := d.Header(at, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Decode(make([]byte, 512*512), testimg.ManyScans(512, 512, MaxJPEGScans+1), h, Options{Color: Gray})
+	wantCause(t, err, Unsupported)
+	if !strings.Contains(err.Error(), "more than 500 scans") {
+		t.Errorf("libjpeg: %v", err)
+	}
+}
+
+// TestJPEGWorkBudget: many scans over a large frame (the file of the issue:
+// 8192×8192, 499 scans, 190 KB, 11 s to decode) are refused from the
+// headers, before anything is allocated for the image; the budget scales
+// with the pixel limit, and files within it decode.
+func TestJPEGWorkBudget(t *testing.T) {
+	for _, scans := range []int{499, 100} {
+		src := testimg.ManyScans(8192, 8192, scans)
+		var err error
+		var took time.Duration
+		n := allocated(func() {
+			start := time.Now()
+			_, err = Decode(src, Options{Color: Gray, MaxPixels: defaultMaxPixels})
+			took = time.Since(start)
+		})
+		wantCause(t, err, TooLarge)
+		if want := fmt.Sprintf("%d scans decode %d samples", scans, scans*8192*8192); !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+		if n > 1<<20 {
+			t.Errorf("%d scans: %d bytes allocated before refusing", scans, n)
+		}
+		t.Logf("%d-byte 8192x8192 file of %d scans refused in %v: %v", len(src), scans, took, err)
+	}
+
+	// 1024×1024 under a 1 MP limit: 64 samples per pixel allowed, so 64
+	// full scans pass and 65 do not.
+	const limit = 1 << 20
+	img := mustDecode(t, testimg.ManyScans(1024, 1024, JPEGWorkPerPixel), Options{Color: Gray, MaxPixels: limit})
+	if img.Pix[len(img.Pix)/2] != 128 {
+		t.Errorf("flat grey decoded to %d, want 128", img.Pix[len(img.Pix)/2])
+	}
+	_, err := Decode(testimg.ManyScans(1024, 1024, JPEGWorkPerPixel+1), Options{Color: Gray, MaxPixels: limit})
+	wantCause(t, err, TooLarge)
+}
+
+// TestJPEGWork checks the work count against the scan structure: each
+// scan adds 64 samples per block (MCU padding included) of each of its
+// components.
+func TestJPEGWork(t *testing.T) {
+	// Go writes 4:2:0: MCUs of 16×16, 4 luma blocks and one per chroma.
+	src := encodeJPEG(t, gradientImage(33, 17), 90)
+	s, err := scanJPEG(src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcus := 3 * 2
+	if want := mcus * 6 * 64; s.scans != 1 || s.work != want {
+		t.Errorf("4:2:0 33x17: %d scans, work %d, want 1 and %d", s.scans, s.work, want)
+	}
+	// 4 scans of 64×64 grey: 4 × 64 blocks.
+	s, err = scanJPEG(testimg.ManyScans(64, 64, 4), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.scans != 4 || s.work != 4*64*64 {
+		t.Errorf("64x64 grey: %d scans, work %d, want 4 and %d", s.scans, s.work, 4*64*64)
+	}
+}
+
+// noisyRGB is a w×h RGB gradient with noise, so that a JPEG of it has
+// high-frequency coefficients in every component.
+func noisyRGB(w, h int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	pix := make([]byte, 0, w*h*3)
+	for y := range h {
+		for x := range w {
+			for c := range 3 {
+				v := 40 + 150*(x*(c+1)+y*(3-c))/(4*(w+h)) + r.IntN(40)
+				pix = append(pix, byte(v))
+			}
+		}
+	}
+	return pix
+}
+
+// simpleProgression is libjpeg's standard progressive script for YCbCr
+// (jpeg_simple_progression), which Pillow and most tools write.
+var simpleProgression = []testimg.Scan{
+	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 0, Al: 1},
+	{Comps: []int{0}, Ss: 1, Se: 5, Ah: 0, Al: 2},
+	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 0, Al: 1},
+	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 0, Al: 1},
+	{Comps: []int{0}, Ss: 6, Se: 63, Ah: 0, Al: 2},
+	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 2, Al: 1},
+	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 1, Al: 0},
+	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+}
+
+// lowPassScript codes luma up to coefficient 44 and chroma up to 20 (with
+// successive approximation for luma), and never the rest: legal, and what
+// an encoder dropping high frequencies writes.
+var lowPassScript = []testimg.Scan{
+	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 0, Al: 0},
+	{Comps: []int{0}, Ss: 1, Se: 5, Ah: 0, Al: 1},
+	{Comps: []int{1}, Ss: 1, Se: 20, Ah: 0, Al: 0},
+	{Comps: []int{2}, Ss: 1, Se: 20, Ah: 0, Al: 0},
+	{Comps: []int{0}, Ss: 6, Se: 44, Ah: 0, Al: 1},
+	{Comps: []int{0}, Ss: 1, Se: 44, Ah: 1, Al: 0},
+}
+
+// sosOffsets lists where a JPEG's SOS markers start. Entropy-coded data
+// never holds FF DA (a data FF is followed by 00), so a byte search finds
+// exactly the markers.
+func sosOffsets(src []byte) []int {
+	var at []int
+	for i := 0; i+1 < len(src); i++ {
+		if src[i] == 0xFF && src[i+1] == mSOS {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// TestJPEGScanScripts: a scan script that leaves coefficients uncoded
+// decodes (as Go's independent decoder reads it); the standard script cut
+// after any of its scans, with an EOI appended, is truncated.
+func TestJPEGScanScripts(t *testing.T) {
+	const w, h = 96, 64
+	pix := noisyRGB(w, h)
+	low, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: lowPassScript})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gray := mustDecode(t, low, Options{Color: Gray})
+	ref, err := jpeg.Decode(bytes.NewReader(low))
+	if err != nil {
+		t.Fatalf("Go's decoder: %v", err)
+	}
+	// Luma is the coded plane itself: the decoders differ only by their
+	// IDCT's rounding.
+	y := ref.(*image.YCbCr)
+	worst := 0
+	for r := range h {
+		for c := range w {
+			worst = max(worst, absDiff(gray.Pix[r*w+c], y.Y[r*y.YStride+c]))
+		}
+	}
+	if worst > 2 {
+		t.Errorf("low-pass script: luma differs from Go's decode by up to %d", worst)
+	}
+
+	full, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: simpleProgression})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullGray := mustDecode(t, full, Options{Color: Gray})
+	if d, _ := meanAbsDiff(fullGray, gray); d < 1 {
+		t.Errorf("the dropped coefficients change the image by only %.2f on average: the test image lacks detail", d)
+	}
+	sos := sosOffsets(full)
+	if len(sos) != len(simpleProgression) {
+		t.Fatalf("found %d scans, wrote %d", len(sos), len(simpleProgression))
+	}
+	for k := 1; k < len(sos); k++ {
+		cut := append(append([]byte{}, full[:sos[k]]...), 0xFF, mEOI)
+		_, err := Decode(cut, Options{})
+		wantCause(t, err, Truncated)
+		if k == 1 {
+			t.Logf("cut after scan 1: %v", err)
+		}
+	}
+}
+
+// setAPP14Transform returns src with its Adobe marker's transform byte set
+// to v.
+func setAPP14Transform(t *testing.T, src []byte, v byte) []byte {
+	i := bytes.Index(src, []byte("\xFF\xEE\x00\x0EAdobe"))
+	if i < 0 {
+		t.Fatal("no Adobe marker")
+	}
+	out := append([]byte{}, src...)
+	out[i+4+11] = v
+	return out
+}
+
+// withoutAPP14 returns src without its Adobe marker.
+func withoutAPP14(t *testing.T, src []byte) []byte {
+	i := bytes.Index(src, []byte("\xFF\xEE\x00\x0EAdobe"))
+	if i < 0 {
+		t.Fatal("no Adobe marker")
+	}
+	return append(append([]byte{}, src[:i]...), src[i+2+0x0E:]...)
+}
+
+// withJFIF inserts a JFIF APP0 marker after SOI.
+func withJFIF(src []byte) []byte {
+	app0 := []byte{0xFF, 0xE0}
+	payload := []byte("JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
+	app0 = binary.BigEndian.AppendUint16(app0, uint16(len(payload)+2))
+	app0 = append(app0, payload...)
+	return append(append(append([]byte{}, src[:2]...), app0...), src[2:]...)
+}
+
+// TestJPEGColorSpace: Header says how the components code colour, by
+// libjpeg's rules, and an RGB-coded JPEG decodes to its pixels.
+func TestJPEGColorSpace(t *testing.T) {
+	const w, h = 64, 48
+	pix := noisyRGB(w, h)
+	rgb, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 100, RGB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := image.NewGray(image.Rect(0, 0, 8, 8))
+	cases := []struct {
+		name string
+		src  []byte
+		want ColorSpace
+	}{
+		{"Adobe transform 0, components R G B", rgb, SpaceRGB},
+		{"components R G B", withoutAPP14(t, rgb), SpaceRGB},
+		{"Adobe transform 1", setAPP14Transform(t, rgb, 1), SpaceYCbCr},
+		{"JFIF and Adobe transform 0", withJFIF(rgb), SpaceYCbCr},
+		{"Go's encoder (components 1 2 3)", encodeJPEG(t, gradientImage(16, 16), 90), SpaceYCbCr},
+		{"grey", encodeJPEG(t, g, 90), SpaceGray},
+	}
+	d := NewDecoder()
+	defer d.Close()
+	for _, c := range cases {
+		hd, err := d.Header(c.src, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if hd.ColorSpace() != c.want {
+			t.Errorf("%s: colour space %v, want %v", c.name, hd.ColorSpace(), c.want)
+		}
+	}
+	if dir, err := findCorpus(); err == nil {
+		cmyk, err := os.ReadFile(filepath.Join(dir, "jpeg", "tiny", "go_video-001.cmyk.jpeg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hd, err := d.Header(cmyk, 0); err != nil || hd.ColorSpace() != SpaceCMYK {
+			t.Errorf("CMYK corpus file: %v, %v", hd.ColorSpace(), err)
+		}
+	}
+	if hd, err := d.Header(encodePNG(t, g), 0); err != nil || hd.ColorSpace() != SpaceUnknown {
+		t.Errorf("PNG: %v, %v", hd.ColorSpace(), err)
+	}
+
+	// At quality 100 an RGB JPEG holds its pixels up to the DCT's
+	// rounding; read as YCbCr (what a GPU decoder does) it is far off.
+	img := mustDecode(t, rgb, Options{})
+	worst := 0
+	for i := range pix {
+		worst = max(worst, absDiff(img.Pix[i], pix[i]))
+	}
+	if worst > 2 {
+		t.Errorf("RGB JPEG decodes up to %d levels from its pixels", worst)
+	}
+	wrong := mustDecode(t, setAPP14Transform(t, rgb, 1), Options{})
+	if d, _ := meanAbsDiff(wrong, &Image{Width: w, Height: h, Color: RGB, Pix: pix}); d < 20 {
+		t.Errorf("read as YCbCr, the RGB JPEG is only %.1f levels off on average", d)
+	}
+}

@@ -1,0 +1,109 @@
+package testimg
+
+import "encoding/binary"
+
+// MaxScans is the most scans ManyScans can write: one DC scan, then each
+// of the 63 AC coefficients coded alone with successive approximation from
+// bit 13 down to bit 0 (14 scans each).
+const MaxScans = 1 + 63*14
+
+// ManyScans writes a legal w×h greyscale progressive JPEG of flat grey
+// with the given number of scans (1 to MaxScans): the kind of file that
+// costs a decoder far more than its size suggests, since every scan visits
+// every 8×8 block. All coefficients but DC are zero, so each AC scan is a
+// few end-of-band runs and the file stays small: 8192×8192 with 500 scans
+// is about 180 KB. Coefficients are completed one at a time (coded, then
+// refined down to bit 0) in zigzag order; those the scans do not reach are
+// never coded, which the JPEG standard allows.
+func ManyScans(w, h, scans int) []byte {
+	if scans < 1 || scans > MaxScans || w < 1 || h < 1 || w > 65535 || h > 65535 {
+		panic("testimg: ManyScans out of range")
+	}
+	out := []byte{0xFF, 0xD8}
+	seg := func(m byte, body ...byte) {
+		out = append(out, 0xFF, m)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(body)+2))
+		out = append(out, body...)
+	}
+	q := make([]byte, 65)
+	for i := 1; i < 65; i++ {
+		q[i] = 1
+	}
+	seg(0xDB, q...) // DQT: table 0, all ones
+	seg(0xC2, 8, byte(h>>8), byte(h), byte(w>>8), byte(w), 1, 1, 0x11, 0)
+	// DC table: one symbol, category 0 (no change), code "0".
+	dc := append([]byte{0x00, 1}, make([]byte, 15)...)
+	seg(0xC4, append(dc, 0)...)
+	// AC table: the 15 end-of-band runs EOBr (symbols r<<4), 4-bit codes.
+	ac := append([]byte{0x10, 0, 0, 0, 15}, make([]byte, 12)...)
+	for r := range 15 {
+		ac = append(ac, byte(r<<4))
+	}
+	seg(0xC4, ac...)
+
+	blocks := ((w + 7) / 8) * ((h + 7) / 8)
+	var bw bitWriter
+	seg(0xDA, 1, 1, 0x00, 0, 0, 0x00) // DC first scan, Al = 0
+	for range blocks {
+		bw.put(0, 1)
+	}
+	out = bw.flush(out)
+	// AC scans: coefficient k is coded at bit al = depth-1 then refined
+	// to bit 0; every coefficient gets 14 scans but the last, which gets
+	// what is left, so that no coefficient is left half refined.
+	left := scans - 1
+	for k := 1; left > 0; k++ {
+		depth := min(left, 14)
+		for al := depth - 1; al >= 0; al-- {
+			ah := 0
+			if al < depth-1 {
+				ah = al + 1
+			}
+			seg(0xDA, 1, 1, 0x00, byte(k), byte(k), byte(ah<<4|al))
+			for n := blocks; n > 0; {
+				run := min(n, 1<<15-1)
+				r := 0
+				for 2<<r <= run {
+					r++
+				}
+				bw.put(uint32(r), 4)
+				bw.put(uint32(run-1<<r), r)
+				n -= run
+			}
+			out = bw.flush(out)
+		}
+		left -= depth
+	}
+	return append(out, 0xFF, 0xD9)
+}
+
+// bitWriter packs entropy-coded bits MSB first.
+type bitWriter struct {
+	acc   uint64
+	n     int
+	bytes []byte
+}
+
+func (b *bitWriter) put(v uint32, bits int) {
+	b.acc = b.acc<<bits | uint64(v)&(1<<bits-1)
+	b.n += bits
+	for b.n >= 8 {
+		b.n -= 8
+		c := byte(b.acc >> b.n)
+		b.bytes = append(b.bytes, c)
+		if c == 0xFF {
+			b.bytes = append(b.bytes, 0) // byte stuffing
+		}
+	}
+}
+
+// flush pads the last byte with ones, appends the scan's bytes to out and
+// resets for the next scan.
+func (b *bitWriter) flush(out []byte) []byte {
+	if b.n > 0 {
+		b.put(1<<(8-b.n)-1, 8-b.n)
+	}
+	out = append(out, b.bytes...)
+	b.bytes, b.acc, b.n = b.bytes[:0], 0, 0
+	return out
+}
