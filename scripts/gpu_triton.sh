@@ -7,7 +7,8 @@
 #       wheel in .venv-triton; the 29 MB ICU data library is replaced by an empty one,
 #       as Triton converts no text through ICU), the python backend and its 3.12 stub,
 #       the tritonclient package, build/backends/sluice/libtriton_sluice.so (make backend
-#       first; BUILD_BACKEND=1 runs it) and the derived corpus JPEGs. Prints every size.
+#       first; BUILD_BACKEND=1 runs it), the derived corpus JPEGs and corpus/broken (with
+#       MANIFEST.tsv, for scripts/soak.py). Prints every size.
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
 #       /tmp/gt, writes a model repository (preprocess_gpu, preprocess_cpu, consumer_gpu,
 #       consumer_cpu, ensemble_gpu, ensemble_cpu), starts tritonserver, runs
@@ -16,7 +17,9 @@
 #       OUT is unset; the run log then goes to /tmp).
 #       Environment: GT_SECONDS (load seconds per row, 15), GT_STUB (another stub
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
-#       repository and stop).
+#       repository and stop), GT_SOAK_MINUTES (run scripts/soak.py on preprocess_gpu
+#       that long instead of the checks: RSS and GPU memory, wrong answers; results in
+#       $OUT/soak.json; GT_SOAK_CONCURRENCY, 64).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +31,7 @@ build() {
 	local dir=${1:-.bench/triton} venv=${TRITON_VENV:-$ROOT/.venv-triton} sp stage
 	mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || return 1
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
-	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/manifest.txt" "$dir/out"
+	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/broken" "$dir/MANIFEST.tsv" "$dir/manifest.txt" "$dir/out"
 	sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
 	[ -x "$sp/pytriton/tritonserver/bin/tritonserver" ] || { echo "no tritonserver in $sp (scripts/triton.sh --install-only)" >&2; return 1; }
 
@@ -91,6 +94,7 @@ EOF
 
 	local corpus=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
 	mkdir -p "$dir/corpus" && cp "$corpus"/jpeg/derived/*.jpg "$dir/corpus/" || return 1
+	cp -r "$corpus/broken" "$corpus/MANIFEST.tsv" "$dir/" || return 1
 	echo "corpus: $(ls "$dir/corpus" | wc -l) JPEGs, $(mb "$(size "$dir/corpus")")"
 	{
 		echo "built $(date -u +%FT%TZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
@@ -284,10 +288,17 @@ except Exception as e: print("torch: not importable:", e)'
 	# The corpus: DIR/corpus, else the one scripts/gpu.sh carries.
 	local corpus=$dir/corpus
 	[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
-	echo "== checks (corpus $corpus)"
-	PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
-		--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
-		--out "$out" --seconds "${GT_SECONDS:-15}"
+	if [ -n "${GT_SOAK_MINUTES:-}" ]; then
+		echo "== soak (corpus $corpus, broken $dir/broken)"
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/soak.py" --url 127.0.0.1:$gp \
+			--model preprocess_gpu --pid $pid --gpu --good "$corpus" --broken "$dir/broken" \
+			--minutes "$GT_SOAK_MINUTES" --concurrency "${GT_SOAK_CONCURRENCY:-64}" --json "$out/soak.json"
+	else
+		echo "== checks (corpus $corpus)"
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
+			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
+			--out "$out" --seconds "${GT_SECONDS:-15}"
+	fi
 	local rc=$?
 
 	kill -TERM $pid 2>/dev/null
