@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -316,7 +315,7 @@ func (e *Executor) runSample(w *worker, b *batch, s int) (err error) {
 			}
 		}
 		w.unbind()
-		reclaim.Released(w.trim(ops.RetainBytes))
+		w.trim(ops.RetainBytes)
 	}()
 	for i := range w.inputs {
 		t := &w.inputs[i]
@@ -432,8 +431,8 @@ func (w *worker) unbind() {
 	}
 }
 
-// trim releases the tensors and operator scratch over keep bytes that the
-// last sample grew, and returns how many bytes it released.
+// trim lets go of the tensors and operator scratch over keep bytes that
+// the last sample grew, and returns how many bytes it let go of.
 func (w *worker) trim(keep int) int {
 	n := 0
 	for i := range w.vals {
@@ -450,9 +449,9 @@ func (w *worker) trim(keep int) int {
 }
 
 func (w *worker) close() {
-	// Whatever the worker kept is garbage now: count it, so that an
-	// unloaded model's memory goes back to the OS soon.
-	reclaim.Released(w.trim(0))
+	// Counted as let go of, so that an unloaded model's memory goes back
+	// to the OS soon.
+	w.trim(0)
 	for i := range w.ctx {
 		if st := w.ctx[i].State; st != nil {
 			st.Close()

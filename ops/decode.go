@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 )
 
 func init() {
@@ -94,6 +95,7 @@ func (s *decodeState) Trim(keep int) int {
 	}
 	s.dec.Close()
 	s.dec = codec.NewDecoder()
+	reclaim.Released(n)
 	return n
 }
 

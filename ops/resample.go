@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/bufpool"
 )
 
 // The resampler behind resize and letterbox. It reproduces Pillow's
@@ -252,14 +254,16 @@ type resampler struct {
 
 func (r *resampler) Close() {}
 
-// Trim releases the first pass's buffer when it is over keep bytes; the
-// weight tables stay (a few kilobytes per axis).
+// Trim gives the first pass's buffer back to the pool when it is over keep
+// bytes; the weight tables stay (a few kilobytes per axis).
 func (r *resampler) Trim(keep int) int {
-	if n := cap(r.tmp); n > keep {
-		r.tmp = nil
-		return n
+	n := cap(r.tmp)
+	if n <= keep {
+		return 0
 	}
-	return 0
+	bufpool.Put(r.tmp)
+	r.tmp = nil
+	return n
 }
 
 // table returns the weights for one axis from the cache, building them on a
@@ -325,7 +329,7 @@ func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byt
 		// taps of weight 0.
 		x0 := int(th.start[win.x]) * c
 		x1 := (int(th.start[win.x+win.w-1]) + th.taps) * c
-		r.tmp = grow(r.tmp, win.h*srow)
+		r.tmp = growBuf(r.tmp, win.h*srow)
 		vpass(r.tmp[x0:], srow, src[x0:], srow, x1-x0, tv, win.y, win.h, 0)
 		hpass(dst, stride, r.tmp, srow, win.h, c, th, win.x, win.w)
 	default:
@@ -335,7 +339,7 @@ func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byt
 		// horizontal one.
 		y0 := int(tv.start[win.y])
 		y1 := int(tv.start[win.y+win.h-1]) + tv.taps
-		r.tmp = grow(r.tmp, (y1-y0)*wrow)
+		r.tmp = growBuf(r.tmp, (y1-y0)*wrow)
 		hpass(r.tmp, wrow, src[y0*srow:], srow, y1-y0, c, th, win.x, win.w)
 		vpass(dst, stride, r.tmp, wrow, wrow, tv, win.y, win.h, y0)
 	}

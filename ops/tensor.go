@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/bufpool"
 )
 
 // DType is the element type of a tensor. The names follow Triton's model
@@ -187,10 +189,8 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 		if n != len(t.Data) {
 			return nil, fmt.Errorf("output of %v %v (%d bytes) does not fit its %d-byte slot", dt, slices.Clone(dims), n, len(t.Data))
 		}
-	} else if cap(t.Data) < n {
-		t.Data = make([]byte, n, n+n/4)
 	} else {
-		t.Data = t.Data[:n]
+		t.Data = growBuf(t.Data, n)
 	}
 	t.DType = dt
 	t.Dims = append(t.Dims[:0], dims...)
@@ -199,20 +199,32 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 }
 
 // RetainBytes is the largest buffer a worker keeps from one sample to the
-// next. Larger ones (a decoded image of 5.6 megapixels RGB and up) are
-// released after the sample: a worker must not hold the largest image it
+// next (16 MiB, a 5.6 MP RGB image). Larger ones go back to the process's
+// pool (internal/bufpool) after the sample, for the next large image on
+// any worker, under one cap: a worker must not hold the largest image it
 // has seen for good, which across many workers added up to gigabytes.
-// Allocating them anew costs about one pass over their memory, a few
-// percent of decoding an image that size.
-const RetainBytes = 16 << 20
+const RetainBytes = bufpool.Min
 
-// Release drops the tensor's buffer when its capacity is over keep bytes,
-// and returns how many bytes it dropped.
+// growBuf returns b with length n, reallocating only when it is too small;
+// a large buffer comes from the pool.
+func growBuf(b []byte, n int) []byte {
+	switch {
+	case cap(b) >= n:
+		return b[:n]
+	case n > RetainBytes:
+		return bufpool.Get(n)
+	}
+	return make([]byte, n, n+n/4)
+}
+
+// Release gives the tensor's buffer back to the pool when its capacity is
+// over keep bytes, and returns how many bytes it gave.
 func (t *Tensor) Release(keep int) int {
 	if t.fixed || cap(t.Data) <= keep {
 		return 0
 	}
 	n := cap(t.Data)
+	bufpool.Put(t.Data)
 	t.Data = nil
 	return n
 }
