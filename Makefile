@@ -153,6 +153,7 @@ fuzz: test-deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzExecute -fuzztime $(FUZZTIME) ./backend/
 
 # Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
 # v1.36.11, protoc-gen-go-grpc v1.6.2): the pipeline schema, and the gRPC
