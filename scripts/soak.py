@@ -63,6 +63,7 @@ def parse_args():
     ap.add_argument("--good", action="append", help="folder of valid images (default: corpus/jpeg, corpus/png)")
     ap.add_argument("--broken", help="folder of broken images (default: corpus/broken)")
     ap.add_argument("--interval", type=float, default=5, help="seconds between memory samples")
+    ap.add_argument("--idle", type=float, default=30, help="seconds of memory samples after the load, with no requests")
     ap.add_argument("--gpu", action="store_true", help="sample GPU memory with nvidia-smi too")
     ap.add_argument("--timeout", type=float, default=120, help="seconds one request may take")
     ap.add_argument("--seed", type=int, default=1)
@@ -301,6 +302,7 @@ class Soak:
         # Drain: every request in flight answers or times out.
         drained = all(slots.acquire(timeout=a.timeout + 10) for _ in range(a.concurrency))
         self.elapsed = time.monotonic() - t0
+        self.stop.wait(a.idle)  # memory the load leaves behind
         self.stop.set()
         sampler.join()
         self.sent = sent
@@ -311,22 +313,28 @@ class Soak:
 
 
 def slope(points):
-    """Least-squares slope of (minute, MiB) points, MiB per minute."""
+    """Least-squares slope of (seconds, MiB) points, in MiB per minute."""
     if len(points) < 3:
         return None
     x = np.array([p[0] for p in points]) / 60
     y = np.array([p[1] for p in points])
-    return float(np.polyfit(x, y, 1)[0])
+    return round(float(np.polyfit(x, y, 1)[0]), 1)
 
 
-def memory_stats(samples, col):
+def memory_stats(samples, col, load_end):
+    """Under load: first, min, max, last, slopes (whole run, second half),
+    the last sample of each minute; then the last sample after the idle."""
     pts = [(s[0], s[col]) for s in samples if s[col] is not None]
-    if not pts:
+    load = [p for p in pts if p[0] <= load_end]
+    if not load:
         return None
-    v = [p[1] for p in pts]
-    half = [p for p in pts if p[0] >= pts[-1][0] / 2]
+    v = [p[1] for p in load]
+    half = [p for p in load if p[0] >= load_end / 2]
+    minutes = {int(t // 60): round(m) for t, m in load}
     return {"first": round(v[0], 1), "min": round(min(v), 1), "max": round(max(v), 1), "last": round(v[-1], 1),
-            "slope_mib_per_min": slope(pts), "slope_second_half": slope(half), "samples": len(pts)}  # fmt: skip
+            "slope_mib_per_min": slope(load), "slope_second_half": slope(half),
+            "by_minute": [minutes[k] for k in sorted(minutes)],
+            "after_idle": round(pts[-1][1], 1), "idle_s": round(pts[-1][0] - load_end)}  # fmt: skip
 
 
 def main():
@@ -377,9 +385,9 @@ def main():
         **dict(s.counts),
         "p50_ms": round(lat[len(lat) // 2] * 1000, 1) if lat else None,
         "p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 1) if lat else None,
-        "rss_mib": memory_stats(s.samples, 1),
-        "gpu_process_mib": memory_stats(s.samples, 2) if a.gpu else None,
-        "gpu_used_mib": memory_stats(s.samples, 3) if a.gpu else None,
+        "rss_mib": memory_stats(s.samples, 1, s.elapsed),
+        "gpu_process_mib": memory_stats(s.samples, 2, s.elapsed) if a.gpu else None,
+        "gpu_used_mib": memory_stats(s.samples, 3, s.elapsed) if a.gpu else None,
         "server_alive": live, "correct_after": after_ok, "all_answered": s.drained,
         "broken_messages": dict(s.messages.most_common(12)),
         "unexpected": s.unexpected[:20],
