@@ -35,7 +35,7 @@ func TestJPEGScanLimit(t *testing.T) {
 	_, took, err := headerTimed(over, defaultMaxPixels)
 	wantCause(t, err, TooLarge)
 	if !strings.Contains(err.Error(), "700 scans") || !strings.Contains(err.Error(), "limit of 500") {
-		t.Errorf("message %q names neither the count nor the limit", err)
+		t.Errorf("message %q does not name both the count and the limit", err)
 	}
 	t.Logf("%d-byte file of 700 scans refused in %v: %v", len(over), took, err)
 

@@ -103,7 +103,8 @@ type LibJPEGOptions struct {
 
 // LibJPEG encodes w×h packed RGB pixels with libjpeg (the libjpeg API of
 // the statically linked libjpeg-turbo), which can write what Go's encoder
-// and TurboJPEG's cannot: RGB-coded JPEGs and custom scan scripts.
+// and TurboJPEG's cannot: RGB-coded JPEGs, arithmetic coding and custom
+// scan scripts.
 func LibJPEG(rgb []byte, w, h int, o LibJPEGOptions) ([]byte, error) {
 	if w < 1 || h < 1 || len(rgb) != w*h*3 {
 		return nil, fmt.Errorf("testimg: %d bytes for %dx%d RGB", len(rgb), w, h)
