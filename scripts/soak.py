@@ -15,9 +15,10 @@ What it checks: every good image's outputs equal, byte for byte, those of
 its first response (taken one request at a time before the load starts);
 every broken image gets an error; the server stays alive. It stops after
 --minutes or --max-requests, whichever comes first, and prints a summary:
-requests, errors expected and unexpected, the server's RSS (first, min,
-max, last, slope) and, with --gpu, its GPU memory. Exit status 1 when an
-answer was wrong or the server died.
+requests, errors expected and unexpected, the server's RSS under load
+(first, min, max, last, slope) and after --idle seconds without requests,
+and with --gpu its GPU memory. Exit status 1 when an answer was wrong or
+the server died; a server it started then leaves its log behind.
 
 Broken images: the files of --broken (by default corpus/broken; those
 MANIFEST.tsv lists as valid images under a misleading name count as good)
@@ -82,7 +83,8 @@ def parse_args():
 
 
 class Started:
-    """A tritonserver started with scripts/triton.sh, stopped on close."""
+    """A tritonserver started with scripts/triton.sh in a temporary work
+    folder (its log is there)."""
 
     def __init__(self, model):
         self.work = tempfile.mkdtemp(prefix="soak-")
@@ -96,9 +98,8 @@ class Started:
         self.url = f"127.0.0.1:{env['TRITON_GRPC_PORT']}"
         self.log = env["TRITON_LOG"]
 
-    def close(self):
+    def stop(self):
         subprocess.run(["bash", self.script, "--stop", "--work-dir", self.work], capture_output=True, timeout=120)
-        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def find_server_pid():
@@ -189,6 +190,22 @@ class Case:
         self.label, self.data, self.good = label, data, good
         self.req = None  # the request's inputs
         self.want = None  # digest of the outputs, for a good image
+
+
+def load_cases(a):
+    """The good images, the broken ones of --broken, and those made here."""
+    corpus = pathlib.Path(a.corpus)
+    good_dirs = a.good or [corpus / "jpeg", corpus / "png"]
+    good = [p for d in good_dirs for p in files_in(d)]
+    if not good:
+        sys.exit(f"no good images in {[str(d) for d in good_dirs]}")
+    broken_dir = pathlib.Path(a.broken) if a.broken else corpus / "broken"
+    broken = files_in(broken_dir) if broken_dir.is_dir() else []
+    valid = valid_by_manifest(corpus) | valid_by_manifest(broken_dir.parent)
+    cases = [Case(str(p.relative_to(p.parents[1])), p.read_bytes(), True) for p in good]
+    cases += [Case(f"broken/{p.name}", p.read_bytes(), str(p) in valid) for p in broken]
+    jpegs = [p for p in good if p.suffix.lower() in (".jpg", ".jpeg")]
+    return cases + [Case(k, v, False) for k, v in made_broken(jpegs).items()]
 
 
 # ------------------------------------------------------------------ the load
@@ -346,18 +363,7 @@ def main():
         client = grpcclient.InferenceServerClient(url)
         if not client.is_server_live() or not client.is_model_ready(a.model):
             sys.exit(f"{url}: server not live or {a.model} not ready")
-        corpus = pathlib.Path(a.corpus)
-        good_dirs = a.good or [corpus / "jpeg", corpus / "png"]
-        good = [p for d in good_dirs for p in files_in(d)]
-        broken_dir = pathlib.Path(a.broken) if a.broken else corpus / "broken"
-        broken = files_in(broken_dir) if broken_dir.is_dir() else []
-        valid = valid_by_manifest(corpus) | valid_by_manifest(broken_dir.parent)
-        cases = [Case(str(p.relative_to(p.parents[1])), p.read_bytes(), True) for p in good]
-        cases += [Case(f"broken/{p.name}", p.read_bytes(), str(p) in valid) for p in broken]
-        jpegs = [p for p in good if p.suffix.lower() in (".jpg", ".jpeg")]
-        cases += [Case(k, v, False) for k, v in made_broken(jpegs).items()]
-        if not any(c.good for c in cases):
-            sys.exit(f"no good images in {[str(d) for d in good_dirs]}")
+        cases = load_cases(a)
         s = Soak(a, client, pid, cases)
         t = time.monotonic()
         s.reference()
@@ -376,7 +382,7 @@ def main():
                 s.unexpected.append(f"request after the soak failed: {e}")
     finally:
         if started:
-            started.close()
+            started.stop()
 
     lat = sorted(s.latency)
     summary = {
@@ -397,6 +403,10 @@ def main():
         pathlib.Path(a.json).write_text(json.dumps(summary, indent=2) + "\n")
     bad = s.unexpected or not live or not after_ok or not s.drained
     print("soak: " + ("FAIL" if bad else "PASS"))
+    if started and bad:
+        print(f"soak: the server's log: {started.log}")
+    elif started:
+        shutil.rmtree(started.work, ignore_errors=True)
     return 1 if bad else 0
 
 
