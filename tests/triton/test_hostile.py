@@ -10,7 +10,6 @@ test_budget.py; per-model image limits in test_oversized.py."""
 
 import http.client
 import json
-import threading
 import time
 
 import grpc
@@ -19,6 +18,7 @@ import pytest
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from helpers import (
+    GrpcBurst,
     InferenceServerException,
     bytes_input,
     grpcclient,
@@ -308,29 +308,6 @@ def test_raw_grpc_malformed(srv, normal):
 # ------------------------------------------------------------------ costly JPEGs
 
 
-def timed_burst(client, model, inputs_list):
-    """Sends the requests at once over gRPC: [(result, error, seconds)]."""
-    done = threading.Event()
-    out = [None] * len(inputs_list)
-    left = [len(inputs_list)]
-    lock = threading.Lock()
-
-    def callback(i, t0):
-        def cb(result, error):
-            out[i] = (result, error, time.monotonic() - t0)
-            with lock:
-                left[0] -= 1
-                if not left[0]:
-                    done.set()
-
-        return cb
-
-    for i, inputs in enumerate(inputs_list):
-        client.async_infer(model, inputs, callback(i, time.monotonic()), client_timeout=300)
-    assert done.wait(330), f"{left[0]} requests unanswered"
-    return out
-
-
 @pytest.fixture(scope="module")
 def scan_bombs():
     """8192x8192 progressive JPEGs of 499 and 694 scans, about 200 kB:
@@ -359,11 +336,12 @@ def test_many_scan_jpegs_do_not_stall_others(srv, normal, scan_bombs):
     bound too."""
     bombs = [scan_bombs[499], scan_bombs[694]] * 2
     inputs = [[uint8_input(grpcclient, b)] for b in bombs] + [[uint8_input(grpcclient, normal[0])]]
-    res = timed_burst(srv.grpc, IMAGENET, inputs)
-    for (result, error, took), data in zip(res[:4], bombs):
+    burst = GrpcBurst(srv.grpc)
+    res = burst.run(IMAGENET, inputs)
+    for (_, error), took, data in zip(res[:4], burst.seconds, bombs):
         assert error is not None and "scans" in str(error), f"{data.size} bytes: {error or 'served'}"
         assert took < REFUSED_WITHIN_S, f"refused only after {took:.1f} s"
-    result, error, took = res[4]
+    (result, error), took = res[4], burst.seconds[4]
     assert error is None, error
     assert result.as_numpy("PIXELS")[0].tobytes() == normal[1].tobytes()
     print(f"normal request alongside four scan bombs: {took * 1000:.0f} ms")
