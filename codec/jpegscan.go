@@ -28,21 +28,29 @@ const maxFrameComps = 10
 // (progressive); the corpus's most is 14.
 const MaxJPEGScans = 500
 
-// JPEGWorkPerPixel sets a JPEG's decode-work budget: its scans may decode
-// at most this many samples per pixel of the pixel limit (maxPixels).
+// JPEGWorkPerPixel sets a JPEG's decode-work budget: its scans may cost at
+// most this many units of work per pixel of the pixel limit (maxPixels).
 // Work is counted from the frame and scan headers before anything is
-// decoded: each scan adds 64 samples per 8×8 block of each component it
-// codes, since libjpeg visits every such block however little data the
-// scan holds. An 8192×8192 frame with 499 near-empty scans is a 190 KB
-// file that decodes 33 G samples in 11 s of CPU (0.34 ns per sample).
-// A sequential colour JPEG costs 1.5 (4:2:0) to 3 (4:4:4) samples per
-// pixel, libjpeg's standard progressive script 8 to 14; the corpus's most
-// is 14.6, and its largest photo 127 M samples. Under the default 64 MP
-// limit the budget is 4.3 G samples: 34 times that photo, 4 times what
-// the costliest corpus photo would need at the pixel limit, and about
-// 1.5 s of CPU for the worst file, as long as a 64 MP progressive photo
-// takes to decode (1 to 1.6 s, extrapolated from the corpus's).
-const JPEGWorkPerPixel = 64
+// decoded, and stands for what a scan can cost beyond the data it holds
+// (which max_image_bytes bounds). libjpeg visits every 8×8 block of each
+// component a scan codes, however little data the scan holds: 64 units
+// per block (one per sample). Huffman decoding stops at the end of a
+// scan's data, but arithmetic decoding goes on deciding every coefficient
+// of the scan's band from zeros: an arithmetic scan costs 16 more units
+// per block and coefficient of its band (measured: refining 63 dense
+// coefficients without data costs 17.6 visits; this counts 16.75).
+//
+// An 8192×8192 frame with 499 near-empty scans is a 190 KB file that
+// costs 33 G units, 11 s of CPU (about 0.33 ns per unit). A sequential
+// colour JPEG costs 1.5 (4:2:0) to 3 (4:4:4) units per pixel (17 times
+// more if arithmetic-coded), libjpeg's standard progressive script 8 to
+// 14; the corpus's most is 26 (arithmetic 4:2:0), and its most for one
+// photo 127 M units. Under the default 64 MP limit the budget is 6.4 G
+// units: 50 times that photo, over 3 times what the costliest corpus
+// photo would need at the pixel limit, and about 2 s of CPU for the worst
+// file, against 1 to 1.6 s to decode a 64 MP progressive photo
+// (extrapolated from the corpus's).
+const JPEGWorkPerPixel = 96
 
 // jpegLayout is what Header keeps of a JPEG for the decoder.
 type jpegLayout struct {
@@ -82,7 +90,7 @@ type jpegScan struct {
 	width, height int
 	orientation   int // EXIF orientation, 0 when absent
 	scans         int
-	work          int // samples decoded across all scans, saturating
+	work          int // units of decode work of all scans, saturating
 }
 
 // frameComp is what the walk keeps of one frame component.
@@ -128,7 +136,7 @@ func scanJPEG(b []byte, maxPixels int) (jpegScan, *Error) {
 	}
 	if budget := workBudget(maxPixels); budget > 0 && s.work > budget {
 		return s, formatErr(TooLarge, "JPEG",
-			"%s JPEG's %d scans decode %d samples (%.1f per pixel of its %dx%d), over the budget of %d (%d per pixel of the %d-pixel limit)",
+			"%s JPEG's %d scans need %d units of decode work (%.1f per pixel of its %dx%d), over the budget of %d (%d per pixel of the %d-pixel limit)",
 			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height,
 			budget, JPEGWorkPerPixel, maxPixels)
 	}
@@ -276,6 +284,7 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	if ss <= se && se < 64 {
 		band = (^uint64(0) >> (63 - se)) &^ (uint64(1)<<ss - 1)
 	}
+	unit := 64 // work per block (see JPEGWorkPerPixel)
 	switch {
 	case !progressive(s.layout.sof):
 		started, done = ^uint64(0), ^uint64(0) // a sequential scan codes its components fully
@@ -285,6 +294,9 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 		started = band
 	case al == 0:
 		done = band
+	}
+	if s.layout.sof == 0xC9 || s.layout.sof == 0xCA { // arithmetic coding
+		unit += 16 * bits.OnesCount64(band)
 	}
 	for k := 0; k < ns; k++ {
 		id := seg[1+2*k]
@@ -298,8 +310,8 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 		comps[c].started |= started
 		comps[c].done |= done
 		// Saturates far below overflow: a scan adds at most 10 components
-		// of 65535² samples.
-		s.work = min(s.work+64*comps[c].blocks, 1<<62)
+		// of 65535²/64 blocks of 1088 units.
+		s.work = min(s.work+unit*comps[c].blocks, 1<<62)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func TestJPEGScanLimit(t *testing.T) {
 	_, took, err := headerTimed(over, defaultMaxPixels)
 	wantCause(t, err, TooLarge)
 	if !strings.Contains(err.Error(), "700 scans") || !strings.Contains(err.Error(), "limit of 500") {
-		t.Errorf("message %q names neither the count nor the limit", err)
+		t.Errorf("message %q does not name both the count and the limit", err)
 	}
 	t.Logf("%d-byte file of 700 scans refused in %v: %v", len(over), took, err)
 
@@ -66,6 +66,7 @@ func TestJPEGScanLimit(t *testing.T) {
 func TestJPEGWorkBudget(t *testing.T) {
 	for _, scans := range []int{499, 100} {
 		src := testimg.ManyScans(8192, 8192, scans)
+		s, _ := scanJPEG(src, 0)
 		var err error
 		var took time.Duration
 		n := allocated(func() {
@@ -74,7 +75,7 @@ func TestJPEGWorkBudget(t *testing.T) {
 			took = time.Since(start)
 		})
 		wantCause(t, err, TooLarge)
-		if want := fmt.Sprintf("%d scans decode %d samples", scans, scans*8192*8192); !strings.Contains(err.Error(), want) {
+		if want := fmt.Sprintf("%d scans need %d units", scans, s.work); !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
 		}
 		if n > 1<<20 {
@@ -83,8 +84,8 @@ func TestJPEGWorkBudget(t *testing.T) {
 		t.Logf("%d-byte 8192x8192 file of %d scans refused in %v: %v", len(src), scans, took, err)
 	}
 
-	// 1024×1024 under a 1 MP limit: 64 samples per pixel allowed, so 64
-	// full scans pass and 65 do not.
+	// 1024×1024 under a 1 MP limit: each scan costs 1 unit per pixel, so
+	// JPEGWorkPerPixel scans decode and one more is refused.
 	const limit = 1 << 20
 	img := mustDecode(t, testimg.ManyScans(1024, 1024, JPEGWorkPerPixel), Options{Color: Gray, MaxPixels: limit})
 	if img.Pix[len(img.Pix)/2] != 128 {
@@ -95,26 +96,41 @@ func TestJPEGWorkBudget(t *testing.T) {
 }
 
 // TestJPEGWork checks the work count against the scan structure: each
-// scan adds 64 samples per block (MCU padding included) of each of its
-// components.
+// scan costs 64 units per block (MCU padding included) of each of its
+// components, an arithmetic-coded one 16 more per coefficient of its band.
 func TestJPEGWork(t *testing.T) {
-	// Go writes 4:2:0: MCUs of 16×16, 4 luma blocks and one per chroma.
-	src := encodeJPEG(t, gradientImage(33, 17), 90)
-	s, err := scanJPEG(src, 0)
+	work := func(src []byte) (scans, work int) {
+		t.Helper()
+		s, err := scanJPEG(src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.scans, s.work
+	}
+	// 64×64 4:2:0: 16 MCUs of 4 luma blocks and one per chroma.
+	pix := noisyRGB(64, 64)
+	blocks := 16 * 6
+	if n, w := work(encodeJPEG(t, gradientImage(64, 64), 90)); n != 1 || w != blocks*64 {
+		t.Errorf("baseline: %d scans, work %d, want 1 and %d", n, w, blocks*64)
+	}
+	full, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Scans: simpleProgression})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mcus := 3 * 2
-	if want := mcus * 6 * 64; s.scans != 1 || s.work != want {
-		t.Errorf("4:2:0 33x17: %d scans, work %d, want 1 and %d", s.scans, s.work, want)
+	// Luma is in 6 of the 10 scans, each chroma component in 4.
+	if n, w := work(full); n != 10 || w != (6*64+4*16+4*16)*64 {
+		t.Errorf("standard progression: %d scans, work %d, want 10 and %d", n, w, (6*64+4*16+4*16)*64)
 	}
-	// 4 scans of 64×64 grey: 4 × 64 blocks.
-	s, err = scanJPEG(testimg.ManyScans(64, 64, 4), 0)
+	arith, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Arithmetic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.scans != 4 || s.work != 4*64*64 {
-		t.Errorf("64x64 grey: %d scans, work %d, want 4 and %d", s.scans, s.work, 4*64*64)
+	if n, w := work(arith); n != 1 || w != blocks*(64+16*64) {
+		t.Errorf("arithmetic: %d scans, work %d, want 1 and %d", n, w, blocks*(64+16*64))
+	}
+	// 64×64 grey: a DC scan, coefficient 1 coded, then refined twice.
+	if n, w := work(testimg.ManyScans(64, 64, 4)); n != 4 || w != 4*64*64 {
+		t.Errorf("64x64 grey: %d scans, work %d, want 4 and %d", n, w, 4*64*64)
 	}
 }
 

@@ -7,9 +7,10 @@
 #       wheel in .venv-triton; the 29 MB ICU data library is replaced by an empty one,
 #       as Triton converts no text through ICU), the python backend and its 3.12 stub,
 #       the tritonclient package, build/backends/sluice/libtriton_sluice.so (make backend
-#       first; BUILD_BACKEND=1 runs it), the derived corpus JPEGs, and for GT_PERF the
-#       tritonclient wheel's perf_analyzer and the baseline colour JPEGs of jpeg/derived and
-#       jpeg/native (picked with Pillow from .venv, PILLOW_PYTHON). Prints every size.
+#       first; BUILD_BACKEND=1 runs it), the derived corpus JPEGs, corpus/broken (with
+#       MANIFEST.tsv, for scripts/soak.py), and for GT_PERF the tritonclient wheel's
+#       perf_analyzer and the baseline colour JPEGs of jpeg/derived and jpeg/native (picked
+#       with Pillow from .venv, PILLOW_PYTHON). Prints every size.
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
 #       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
 #       consumer_gpu, consumer_cpu, ensemble_gpu, ensemble_cpu, and preprocess_* and
@@ -33,7 +34,9 @@
 #       ("64 256"; also the models' preferred batch sizes), concurrency GT_PERF_CONC
 #       ("2 4 8"), windows GT_PERF_WINDOW_MS (2000), GT_PERF_STABILITY (15 %),
 #       GT_PERF_TRIALS (5), GT_STANDALONE ("64=17000 256=20000": adds a column, the share
-#       of `sluice bench --gpu 0` images/s at each batch size).
+#       of `sluice bench --gpu 0` images/s at each batch size). GT_SOAK_MINUTES: after
+#       the perf sweep, run scripts/soak.py on preprocess_gpu that long (RSS and GPU memory,
+#       wrong answers; results in $OUT/soak.json; GT_SOAK_CONCURRENCY, 64).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,7 +48,7 @@ build() {
 	local dir=${1:-.bench/triton} venv=${TRITON_VENV:-$ROOT/.venv-triton} sp stage
 	mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || return 1
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
-	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/manifest.txt" "$dir/out" \
+	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/broken" "$dir/MANIFEST.tsv" "$dir/manifest.txt" "$dir/out" \
 		"$dir/perf_analyzer.xz" "$dir/perf_jpegs"
 	sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
 	[ -x "$sp/pytriton/tritonserver/bin/tritonserver" ] || { echo "no tritonserver in $sp (scripts/triton.sh --install-only)" >&2; return 1; }
@@ -109,6 +112,7 @@ EOF
 
 	local corpus=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
 	mkdir -p "$dir/corpus" && cp "$corpus"/jpeg/derived/*.jpg "$dir/corpus/" || return 1
+	cp -r "$corpus/broken" "$corpus/MANIFEST.tsv" "$dir/" || return 1
 	echo "corpus: $(ls "$dir/corpus" | wc -l) JPEGs, $(mb "$(size "$dir/corpus")")"
 	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
@@ -364,10 +368,10 @@ except Exception as e: print("torch: not importable:", e)'
 	grep -i -E 'error|fail|unable' "$log" | grep -v 'ensemble step' | head -20
 
 	local rc=0
+	# The corpus: DIR/corpus, else the one scripts/gpu.sh carries.
+	local corpus=$dir/corpus
+	[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
 	if [ "${GT_CHECK:-1}" != 0 ]; then
-		# The corpus: DIR/corpus, else the one scripts/gpu.sh carries.
-		local corpus=$dir/corpus
-		[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
 		echo "== checks (corpus $corpus)"
 		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
 			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
@@ -376,6 +380,12 @@ except Exception as e: print("torch: not importable:", e)'
 	fi
 	if [ "${GT_PERF:-0}" = 1 ]; then
 		perf "$dir" "$gt" "$libs" "$out" "$py" $hp $gp || rc=1
+	fi
+	if [ -n "${GT_SOAK_MINUTES:-}" ]; then
+		echo "== soak (corpus $corpus, broken $dir/broken)"
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/soak.py" --url 127.0.0.1:$gp \
+			--model preprocess_gpu --pid $pid --gpu --good "$corpus" --broken "$dir/broken" \
+			--minutes "$GT_SOAK_MINUTES" --concurrency "${GT_SOAK_CONCURRENCY:-64}" --json "$out/soak.json" || rc=1
 	fi
 
 	kill -TERM $pid 2>/dev/null

@@ -108,7 +108,7 @@ LOW_PASS_SCANS = """
 def cjpeg(tmp_path, img, name, *args):
     """img encoded by libjpeg's cjpeg with args, for what Pillow cannot write."""
     exe = shutil.which("cjpeg")
-    assert exe, "cjpeg not found (make deps installs libjpeg-turbo-progs)"
+    assert exe, "cjpeg not found (make test-deps installs libjpeg-turbo-progs)"
     src = tmp_path / f"{name}.ppm"
     img.save(src)
     out = tmp_path / f"{name}.jpg"

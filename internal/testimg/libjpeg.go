@@ -28,9 +28,10 @@ typedef struct {
 } sl_out;
 
 // sl_encode compresses w×h RGB pixels at quality q; rgb_space codes them
-// as RGB rather than YCbCr; a non-NULL scans sets the scan script. On
-// failure it returns an empty buffer and the message in msg.
-static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_space,
+// as RGB rather than YCbCr, arith with arithmetic coding; a non-NULL scans
+// sets the scan script. On failure it returns an empty buffer and the
+// message in msg.
+static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_space, int arith,
                         const jpeg_scan_info *scans, int nscans, char *msg) {
 	struct jpeg_compress_struct c;
 	sl_err e;
@@ -55,6 +56,7 @@ static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_s
 	if (rgb_space)
 		jpeg_set_colorspace(&c, JCS_RGB);
 	jpeg_set_quality(&c, q, TRUE);
+	c.arith_code = arith;
 	if (scans != NULL) {
 		c.scan_info = scans;
 		c.num_scans = nscans;
@@ -92,6 +94,8 @@ type LibJPEGOptions struct {
 	// components named 'R', 'G', 'B', no chroma subsampling. Otherwise
 	// YCbCr 4:2:0 with a JFIF marker.
 	RGB bool
+	// Arithmetic codes with arithmetic coding rather than Huffman's.
+	Arithmetic bool
 	// Scans is the scan script (libjpeg checks it); nil is one
 	// sequential scan.
 	Scans []Scan
@@ -99,7 +103,8 @@ type LibJPEGOptions struct {
 
 // LibJPEG encodes w×h packed RGB pixels with libjpeg (the libjpeg API of
 // the statically linked libjpeg-turbo), which can write what Go's encoder
-// and TurboJPEG's cannot: RGB-coded JPEGs and custom scan scripts.
+// and TurboJPEG's cannot: RGB-coded JPEGs, arithmetic coding and custom
+// scan scripts.
 func LibJPEG(rgb []byte, w, h int, o LibJPEGOptions) ([]byte, error) {
 	if w < 1 || h < 1 || len(rgb) != w*h*3 {
 		return nil, fmt.Errorf("testimg: %d bytes for %dx%d RGB", len(rgb), w, h)
@@ -120,16 +125,19 @@ func LibJPEG(rgb []byte, w, h int, o LibJPEGOptions) ([]byte, error) {
 	if len(scans) > 0 {
 		sp = &scans[0]
 	}
-	rgbSpace := 0
-	if o.RGB {
-		rgbSpace = 1
-	}
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	out := C.sl_encode((*C.uchar)(unsafe.Pointer(&rgb[0])), C.int(w), C.int(h), C.int(o.Quality),
-		C.int(rgbSpace), sp, C.int(len(scans)), &msg[0])
+		cbool(o.RGB), cbool(o.Arithmetic), sp, C.int(len(scans)), &msg[0])
 	if out.buf == nil {
 		return nil, fmt.Errorf("testimg: libjpeg: %s", C.GoString(&msg[0]))
 	}
 	defer C.free(unsafe.Pointer(out.buf))
 	return C.GoBytes(unsafe.Pointer(out.buf), C.int(out.size)), nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -12,7 +12,7 @@ const MaxScans = 1 + 63*14
 // costs a decoder far more than its size suggests, since every scan visits
 // every 8×8 block. All coefficients but DC are zero, so each AC scan is a
 // few end-of-band runs and the file stays small: 8192×8192 with 500 scans
-// is about 180 KB. Coefficients are completed one at a time (coded, then
+// is about 190 KB. Coefficients are completed one at a time (coded, then
 // refined down to bit 0) in zigzag order; those the scans do not reach are
 // never coded, which the JPEG standard allows.
 func ManyScans(w, h, scans int) []byte {

@@ -4,6 +4,7 @@ import os
 import pathlib
 import sys
 import threading
+import time
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -132,20 +133,24 @@ def infer(client, mod, model, inputs, outputs=("PIXELS",)):
 
 
 class GrpcBurst:
-    """Sends requests concurrently over gRPC and collects (result, error) per request."""
+    """Sends requests concurrently over gRPC and collects (result, error) per
+    request; after run, seconds[i] is how long request i took to answer."""
 
     def __init__(self, client):
         self.client = client
+        self.seconds = []
 
     def run(self, model, inputs_list, outputs=("PIXELS",), timeout=TIMEOUT_S):
         done = threading.Event()
         results = [None] * len(inputs_list)
+        self.seconds = [None] * len(inputs_list)
         left = [len(inputs_list)]
         lock = threading.Lock()
 
-        def callback(i):
+        def callback(i, t0):
             def cb(result, error):
                 results[i] = (result, error)
+                self.seconds[i] = time.monotonic() - t0
                 with lock:
                     left[0] -= 1
                     if left[0] == 0:
@@ -157,7 +162,7 @@ class GrpcBurst:
             self.client.async_infer(
                 model,
                 inputs,
-                callback(i),
+                callback(i, time.monotonic()),
                 outputs=[grpcclient.InferRequestedOutput(o) for o in outputs],
                 client_timeout=timeout,
             )
