@@ -177,8 +177,9 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 		if p == PathHardware {
 			// The engines then draw their buffers from a pool rather than
 			// allocating in the decode call (nvImageCodec measured more
-			// than 20% from this).
-			if err = j.h.BatchedPreAllocate(l.st, preallocBatch, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV); err != nil {
+			// than 20% from this; here, hints of batch 256 did no better
+			// than nvImageCodec's minimal ones).
+			if err = j.h.BatchedPreAllocate(l.st, 1, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV); err != nil {
 				return nil, err
 			}
 		}
@@ -186,10 +187,6 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 	}
 	return j, nil
 }
-
-// preallocBatch is the batch size the hardware state is pre-allocated
-// for; SLUICE_GPU_HW_PREALLOC overrides it for measurements.
-var preallocBatch = envInt("SLUICE_GPU_HW_PREALLOC", 1)
 
 // supporter asks the hardware decoder whether it takes a JPEG: one per
 // CPU worker, as a stream object holds one parsed header.
