@@ -47,8 +47,10 @@ import (
 //
 //	sluice_gpu_decoded_images_total  images a KIND_GPU instance decoded, label
 //	                                 path: hardware (the GPU's JPEG engines),
-//	                                 hybrid (nvJPEG on the SMs), cpu
-//	                                 (libjpeg-turbo, then uploaded)
+//	                                 hybrid (nvJPEG on the SMs), cpu_huffman
+//	                                 (nvJPEG's decoupled decoder: Huffman on a
+//	                                 CPU worker), cpu (libjpeg-turbo, then
+//	                                 uploaded)
 //	sluice_gpu_phase_duration_us_total  cumulative microseconds of a KIND_GPU
 //	                                 instance's batch phases, label phase:
 //	                                 parse (headers, routing), decode, kernel
