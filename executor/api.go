@@ -54,6 +54,34 @@ type Step struct {
 	Nodes []string
 }
 
+// CheckCall checks a RunInto call's shape for an executor of prog whose
+// outputs take sampleBytes[o] bytes a sample: n destinations per output,
+// host ones of exactly that size (device ones only where device), and n
+// error slots.
+func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []error, n int, device bool) error {
+	if len(dst) != len(sampleBytes) {
+		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(sampleBytes))
+	}
+	for o, d := range dst {
+		name := prog.Outputs[o].Name
+		if len(d) != n {
+			return fmt.Errorf("output %s: %d destinations for %d samples", name, len(d), n)
+		}
+		for s := range d {
+			switch {
+			case d[s].Dev != 0 && !device:
+				return fmt.Errorf("output %s, sample %d: a device destination; this executor writes host memory", name, s)
+			case d[s].Dev == 0 && len(d[s].Host) != sampleBytes[o]:
+				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", name, s, len(d[s].Host), sampleBytes[o])
+			}
+		}
+	}
+	if len(errs) != n {
+		return fmt.Errorf("room for %d sample errors, the batch has %d samples", len(errs), n)
+	}
+	return nil
+}
+
 // NewStep makes the step that runs nodes.
 func NewStep(nodes ...string) Step {
 	return Step{Name: strings.Join(nodes, "+"), Nodes: nodes}

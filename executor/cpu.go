@@ -148,24 +148,8 @@ func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error) error {
 	if err != nil {
 		return err
 	}
-	if len(dst) != len(e.sampleBytes) {
-		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(e.sampleBytes))
-	}
-	for o, d := range dst {
-		if len(d) != n {
-			return fmt.Errorf("output %s: %d destinations for %d samples", e.prog.Outputs[o].Name, len(d), n)
-		}
-		for s := range d {
-			if d[s].Dev != 0 {
-				return fmt.Errorf("output %s, sample %d: a device destination; the CPU executor writes host memory", e.prog.Outputs[o].Name, s)
-			}
-			if len(d[s].Host) != e.sampleBytes[o] {
-				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", e.prog.Outputs[o].Name, s, len(d[s].Host), e.sampleBytes[o])
-			}
-		}
-	}
-	if len(errs) != n {
-		return fmt.Errorf("room for %d sample errors, the batch has %d samples", len(errs), n)
+	if err := CheckCall(e.prog, e.sampleBytes, dst, errs, n, false); err != nil {
+		return err
 	}
 	if n == 0 {
 		return nil

@@ -339,21 +339,8 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 		return fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
 	}
 	n := len(in[0])
-	if len(dst) != len(e.sampleBytes) {
-		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(e.sampleBytes))
-	}
-	for i, d := range dst {
-		if len(d) != n {
-			return fmt.Errorf("output %s: %d destinations for %d samples", e.prog.Outputs[i].Name, len(d), n)
-		}
-		for s := range d {
-			if d[s].Dev == 0 && len(d[s].Host) != e.sampleBytes[i] {
-				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", e.prog.Outputs[i].Name, s, len(d[s].Host), e.sampleBytes[i])
-			}
-		}
-	}
-	if len(errs) != n {
-		return fmt.Errorf("room for %d sample errors, the batch has %d samples", len(errs), n)
+	if err := executor.CheckCall(e.prog, e.sampleBytes, dst, errs, n, true); err != nil {
+		return err
 	}
 	if n == 0 {
 		return nil

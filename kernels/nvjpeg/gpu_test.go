@@ -139,16 +139,7 @@ func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
 	}
 	defer stream.Destroy()
 	n := w * ht * 3
-	dev, err := cuda.MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.MemFree(dev)
-	out, err := cuda.MemHostAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.MemFreeHost(out)
+	dev, out := rgbBuffers(t, n)
 
 	// The bitstream goes through pinned memory, as Bitstreams requires.
 	src, err := cuda.MemHostAlloc(len(data))
@@ -170,6 +161,23 @@ func decodeAndCompare(t *testing.T, h *Handle, data []byte, ref *image.RGBA) {
 		t.Fatal(err)
 	}
 	checkRGB(t, out, w, ht, ref)
+}
+
+// rgbBuffers allocates n bytes of device memory to decode into and n of
+// pinned host memory to read them back, both freed at the test's end.
+func rgbBuffers(t *testing.T, n int) (cuda.DevicePtr, []byte) {
+	t.Helper()
+	dev, err := cuda.MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cuda.MemFree(dev) })
+	out, err := cuda.MemHostAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cuda.MemFreeHost(out) })
+	return dev, out
 }
 
 // checkRGB compares an interleaved RGB decode with the standard library's.
@@ -223,16 +231,7 @@ func TestGPUDecoupled(t *testing.T) {
 	defer stream.Destroy()
 	w, ht := ref.Rect.Dx(), ref.Rect.Dy()
 	n := w * ht * 3
-	dev, err := cuda.MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.MemFree(dev)
-	out, err := cuda.MemHostAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.MemFreeHost(out)
+	dev, out := rgbBuffers(t, n)
 	dst := Image{Channel: [4]uintptr{uintptr(dev)}, Pitch: [4]uint64{uint64(w * 3)}}
 	for range 2 { // the second time on a used state
 		clear(out)
