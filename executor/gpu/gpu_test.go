@@ -537,6 +537,9 @@ func TestGPUMemoryReleased(t *testing.T) {
 		g.Close()
 		after := free()
 		t.Logf("round %d: free before load %d MiB, loaded %d MiB, after unload %d MiB", round, before>>20, during>>20, after>>20)
+		// Measured on an H200 (2026-12-01, three runs): 0 MiB left after
+		// rounds 1-3, 238-270 MiB in use while loaded; 4 MiB leaves room
+		// for the driver's page granularity, not for a leaked buffer.
 		if round > 0 && int64(before)-int64(after) > 4<<20 {
 			t.Errorf("round %d: %d MiB of device memory not released at unload", round, (int64(before)-int64(after))>>20)
 		}
