@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/bufpool"
 	"github.com/sluice-dev/sluice/internal/testimg"
@@ -19,8 +20,9 @@ import (
 )
 
 // A test-only operator: passes its input through, panics on bytes that
-// start with "PANIC", and counts its per-worker states.
-var probeStates atomic.Int64
+// start with "PANIC", counts its per-worker states, and sleeps probeSleep
+// nanoseconds a sample (set by a test that times steps).
+var probeStates, probeSleep atomic.Int64
 
 type probe struct{}
 type probeState struct{}
@@ -34,6 +36,7 @@ func (probe) Run(_ *ops.Ctx, in, out []*ops.Tensor) error {
 		var m map[string]int
 		m["boom"]++ // a nil-map write: a real runtime panic
 	}
+	time.Sleep(time.Duration(probeSleep.Load()))
 	d, err := out[0].Reshape(in[0].DType, in[0].Dims...)
 	copy(d, in[0].Data)
 	return err
@@ -361,9 +364,19 @@ func TestStepNanos(t *testing.T) {
 			t.Errorf("step %s: time did not grow (%d → %d ns)", name, before[i], after[i])
 		}
 	}
-	// Decoding five JPEGs costs more than passing their bytes along.
-	if after[1]-before[1] <= after[0]-before[0] {
-		t.Errorf("decode %d ns <= probe %d ns", after[1]-before[1], after[0]-before[0])
+	// Each step's time is its own: the probe's sleep counts under probe,
+	// not under the step after it. (A sleep is never shorter than asked,
+	// so this holds on a loaded machine too.)
+	const nap = 5 * time.Millisecond
+	probeSleep.Store(int64(nap))
+	defer probeSleep.Store(0)
+	e.Stats(&st)
+	before = slices.Clone(st.StepNanos)
+	batch := testBatch(t)
+	e.mustRun(t, batch)
+	e.Stats(&st)
+	if got, want := time.Duration(st.StepNanos[0]-before[0]), time.Duration(len(batch))*nap; got < want {
+		t.Errorf("probe's time %v, under its %d samples' sleep of %v", got, len(batch), want)
 	}
 }
 
