@@ -9,12 +9,12 @@ import (
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
-// jpegPath is one nvJPEG decoder — the hardware JPEG engines, or the GPU
-// hybrid decoder — with lanes, each a batched-decode state that takes one
-// part of a batch in one call. The engines are fed by one call for the
-// hardware share split in two (nvJPEG spreads each call over every engine,
-// and parses its images on the calling thread while the other call's are
-// decoded); the hybrid decoder runs two lanes too.
+// jpegPath is one nvJPEG batched decoder of a GPU — the hardware JPEG
+// engines, or the GPU hybrid decoder — with a pool of lanes that the GPU's
+// executors share, each a decode state that takes one part of a batch in
+// one call. A batch's share goes to up to callLanes lanes at once: nvJPEG
+// spreads a call over every engine, but parses its images on the calling
+// thread first, and a second call keeps the engines busy meanwhile.
 type jpegPath struct {
 	path  Path
 	h     *nvjpeg.Handle
