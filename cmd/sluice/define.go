@@ -88,8 +88,13 @@ func cmdFmt(args []string, stdout, stderr io.Writer) error {
 
 func cmdOps(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
+	md := fs.Bool("markdown", false, "print the reference in docs/pipelines.md (Markdown) instead")
 	if _, err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	if *md {
+		opsMarkdown(stdout)
+		return nil
 	}
 	for _, name := range ops.Names() {
 		s := ops.Lookup(name)

@@ -20,7 +20,7 @@ commands:
   run --pipeline P --out DIR IMAGE...
                                     write <image>.<output>.npy for every output
   bench --pipeline P DIR...         measure images/s and batch latency
-  ops                               list operators and their arguments
+  ops [--markdown]                  list operators and their arguments
   infer --model M [--url ADDR] [--protocol grpc|http] IMAGE...
                                     send each image to a Triton server, print its outputs
   perf-data --corpus DIR -o FILE [SUBDIR...]

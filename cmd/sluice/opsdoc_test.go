@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/pipeline"
+)
+
+var update = flag.Bool("update", false, "rewrite the operator reference in docs/pipelines.md")
+
+const pipelinesDoc = "docs/pipelines.md"
+
+// TestPipelinesDocOperators fails when the operator reference in
+// docs/pipelines.md differs from what the operator schemas generate.
+func TestPipelinesDocOperators(t *testing.T) {
+	path := repoFile(t, pipelinesDoc)
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := bytes.Index(doc, []byte(opsDocBegin))
+	end := bytes.Index(doc, []byte(opsDocEnd))
+	if begin < 0 || end < begin {
+		t.Fatalf("%s: markers %q and %q not found in that order", pipelinesDoc, opsDocBegin, opsDocEnd)
+	}
+	begin += len(opsDocBegin)
+	var gen bytes.Buffer
+	gen.WriteString("\n\n")
+	opsMarkdown(&gen)
+	if bytes.Equal(doc[begin:end], gen.Bytes()) {
+		return
+	}
+	if !*update {
+		t.Fatalf("%s: the operator reference is stale; refresh it with\n\tgo test ./cmd/sluice -run TestPipelinesDocOperators -update", pipelinesDoc)
+	}
+	fresh := append(append(append([]byte{}, doc[:begin]...), gen.Bytes()...), doc[end:]...)
+	if err := os.WriteFile(path, fresh, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The generated reference and `sluice ops --markdown` are one code path.
+func TestOpsMarkdown(t *testing.T) {
+	code, out, errOut := sluice("ops", "--markdown")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var want bytes.Buffer
+	opsMarkdown(&want)
+	if out != want.String() {
+		t.Fatal("sluice ops --markdown differs from opsMarkdown")
+	}
+	for _, s := range []string{"### `letterbox`", "| `size` | ints | required |", "| `interp` | string | `\"linear\"` |"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("reference lacks %q", s)
+		}
+	}
+}
+
+var pbtxtBlock = regexp.MustCompile("(?s)\n```pbtxt\n(.*?)\n```\n")
+
+// TestPipelinesDocExamples compiles every pbtxt block of docs/pipelines.md,
+// so that the guide cannot show a pipeline the compiler rejects.
+func TestPipelinesDocExamples(t *testing.T) {
+	doc, err := os.ReadFile(repoFile(t, pipelinesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := pbtxtBlock.FindAllSubmatch(doc, -1)
+	if len(blocks) < 6 {
+		t.Fatalf("%s: found %d pbtxt blocks, want the 6 worked examples at least", pipelinesDoc, len(blocks))
+	}
+	names := map[string]bool{}
+	for i, b := range blocks {
+		c, err := pipeline.CompileText(b[1], pipelinesDoc)
+		if err != nil {
+			t.Errorf("block %d: %v", i+1, err)
+			continue
+		}
+		if names[c.Def.GetName()] {
+			t.Errorf("block %d: name %q used twice", i+1, c.Def.GetName())
+		}
+		names[c.Def.GetName()] = true
+		if c.Def.GetName() == "torchvision_imagenet" {
+			sameAsServed(t, c, imagenet)
+		}
+	}
+	if !names["torchvision_imagenet"] {
+		t.Error(`no block named "torchvision_imagenet"`)
+	}
+}
+
+// sameAsServed checks that the guide's pipeline is the one the example
+// repository serves: equal nodes, arguments (defaults filled in) and
+// outputs, whatever the names and spelling.
+func sameAsServed(t *testing.T, c *pipeline.Compiled, served string) {
+	t.Helper()
+	s, err := load(repoFile(t, served))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(d string) string { return d[strings.Index(d, "\ninputs:"):] }
+	if got, want := body(c.Describe()), body(s.Describe()); got != want {
+		t.Errorf("%s's torchvision example differs from %s:\n%s\nwant\n%s", pipelinesDoc, served, got, want)
+	}
+}
