@@ -113,11 +113,11 @@ triton:
 # The main job: Triton serving model_repository/ with the Sluice backend on
 # $(TRITON_HOST); prints how to call it, then follows the server log in the
 # foreground. Ctrl-C stops the server.
-run: backend triton
+run: backend build triton
 	scripts/triton.sh --foreground $(TRITON_ARGS)
 
 # The same in the background (pid, ports, log in $(TRITON_WORK)/triton.env).
-run-bg: backend triton
+run-bg: backend build triton
 	scripts/triton.sh $(TRITON_ARGS) >/dev/null
 	@scripts/triton.sh --howto --work-dir $(TRITON_WORK)
 
