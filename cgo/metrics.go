@@ -24,7 +24,6 @@ import (
 // such as 0.052147623 is what rate() and the other Prometheus tools
 // expect, so that they compare with any other exporter's *_seconds_total.
 //
-//
 //	sluice_images_total              images the pipeline processed without error
 //	sluice_image_bytes_total         their encoded bytes
 //	sluice_image_failures_total      images it failed on, label cause: one
