@@ -74,8 +74,12 @@ cuda-headers: venv
 	scripts/cuda_headers.sh $(CUDA_HEADERS) $(VENV)/bin/python
 
 # turbojpeg-pic: cgo's test builds the backend library and checks its symbols.
+# The output is plain go test's, plus a line naming the tests skipped and
+# why (GPU tests on a host without one: scripts/gotest_summary.py).
 gotest: test-deps turbojpeg-pic cuda-headers
-	$(GO) test ./...
+	@mkdir -p $(BUILD)
+	{ $(GO) test -json ./...; echo $$? > $(BUILD)/gotest.rc; } | $(PYTHON) scripts/gotest_summary.py; \
+	  exit $$(cat $(BUILD)/gotest.rc)
 	for v in 12 13; do \
 	  SLUICE_CUDA_H=$(CUDA_HEADERS)/$$v/cuda.h SLUICE_NVJPEG_H=$(CUDA_HEADERS)/$$v/nvjpeg.h \
 	    $(GO) test -count=1 -run 'SymbolNames|Header|SymbolsDeclared' ./kernels/cuda ./kernels/nvjpeg || exit 1; \
@@ -113,11 +117,11 @@ triton:
 # The main job: Triton serving model_repository/ with the Sluice backend on
 # $(TRITON_HOST); prints how to call it, then follows the server log in the
 # foreground. Ctrl-C stops the server.
-run: backend triton
+run: backend build triton
 	scripts/triton.sh --foreground $(TRITON_ARGS)
 
 # The same in the background (pid, ports, log in $(TRITON_WORK)/triton.env).
-run-bg: backend triton
+run-bg: backend build triton
 	scripts/triton.sh $(TRITON_ARGS) >/dev/null
 	@scripts/triton.sh --howto --work-dir $(TRITON_WORK)
 

@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -410,7 +411,8 @@ func TestExecuteAllocs(t *testing.T) {
 // TestLogging: the load summary at Info; request failures at Debug only.
 func TestLogging(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	m, err := LoadModel(ModelArgs{Name: "pre", Version: 1, RepoPath: imagenetDir(t), Config: []byte(goodConfig), Logger: zap.New(core)})
+	dir := imagenetDir(t)
+	m, err := LoadModel(ModelArgs{Name: "pre", Version: 1, RepoPath: dir, Config: []byte(goodConfig), Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +422,7 @@ func TestLogging(t *testing.T) {
 		t.Fatalf("load logged %d times", len(loaded))
 	}
 	fields := fmt.Sprint(loaded[0].ContextMap())
-	for _, want := range []string{"pipeline:preprocess_imagenet", "IMAGE TYPE_UINT8 [-1]", "PIXELS TYPE_FP32 [3, 224, 224]", "workers:2"} {
+	for _, want := range []string{"pipeline:preprocess_imagenet", "file:" + filepath.Join(dir, "1", TextFile), "IMAGE TYPE_UINT8 [-1]", "PIXELS TYPE_FP32 [3, 224, 224]", "workers:2"} {
 		if !strings.Contains(fields, want) {
 			t.Errorf("load summary %s lacks %s", fields, want)
 		}

@@ -8,13 +8,17 @@ import (
 	"os"
 	"path/filepath"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/sluice-dev/sluice/pipeline"
+	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
 
-// The pipeline files looked for in the version folder, in this order,
-// when no parameter names one. The compact form comes first: it is what
-// `sluice compile` produces for deployment, and a text file left next to
-// it is more likely its source than a newer edit.
+// The pipeline files looked for in the version folder when no parameter
+// names one. A folder may hold both, the compact one compiled from the
+// text one; then they must define the same pipeline, so that a copied
+// model whose text was edited but not recompiled is refused rather than
+// served with the old pipeline.
 const (
 	CompactFile = "model.sluice"
 	TextFile    = "pipeline.pbtxt"
@@ -35,24 +39,20 @@ func loadPipeline(versionDir, name string) (*pipeline.Compiled, string, error) {
 	}
 	defer root.Close()
 
-	if name == "" {
-		name, err = defaultPipelineFile(root, versionDir)
-		if err != nil {
-			return nil, "", err
-		}
-	} else if !filepath.IsLocal(name) {
+	var def *pipelinepb.Pipeline
+	var path string
+	switch {
+	case name == "":
+		def, path, err = parseDefault(root, versionDir)
+	case !filepath.IsLocal(name):
 		return nil, "", &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf(
 			"parameter %q: %q must name a file inside the version folder %s, without an absolute path or '..'",
 			ParamPipeline, name, versionDir)}
+	default:
+		def, path, err = parseFile(root, versionDir, name)
 	}
-	path := filepath.Join(versionDir, name)
-	data, err := readFile(root, name, path)
 	if err != nil {
 		return nil, path, err
-	}
-	def, err := pipeline.Parse(data, path)
-	if err != nil {
-		return nil, path, &Error{Code: CodeInvalidArg, Msg: err.Error()}
 	}
 	prog, err := pipeline.Compile(def, path)
 	if err != nil {
@@ -61,17 +61,54 @@ func loadPipeline(versionDir, name string) (*pipeline.Compiled, string, error) {
 	return prog, path, nil
 }
 
-func defaultPipelineFile(root *os.Root, dir string) (string, error) {
+// parseDefault parses model.sluice or pipeline.pbtxt, whichever is there;
+// when both are, the compact one, after checking that both parse to the
+// same definition (comments and layout of the text do not count).
+func parseDefault(root *os.Root, dir string) (*pipelinepb.Pipeline, string, error) {
+	var found []string
 	for _, name := range []string{CompactFile, TextFile} {
 		// Anything there but unreadable (a link out of the folder, no
 		// permission) is taken, for readFile to report.
 		if _, err := root.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
-			return name, nil
+			found = append(found, name)
 		}
 	}
-	return "", &Error{Code: CodeNotFound, Msg: fmt.Sprintf(
-		"no pipeline in %s: add %s (from `sluice compile`) or %s, or name the file with parameters { key: %q value { string_value: \"FILE\" } }",
-		dir, CompactFile, TextFile, ParamPipeline)}
+	switch len(found) {
+	case 0:
+		return nil, "", &Error{Code: CodeNotFound, Msg: fmt.Sprintf(
+			"no pipeline in %s: add %s (from `sluice compile`) or %s, or name the file with parameters { key: %q value { string_value: \"FILE\" } }",
+			dir, CompactFile, TextFile, ParamPipeline)}
+	case 1:
+		return parseFile(root, dir, found[0])
+	}
+	compact, path, err := parseFile(root, dir, CompactFile)
+	if err != nil {
+		return nil, path, err
+	}
+	text, textPath, err := parseFile(root, dir, TextFile)
+	if err != nil {
+		return nil, textPath, err
+	}
+	if !proto.Equal(compact, text) {
+		return nil, path, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf(
+			"%s and %s define different pipelines: after editing %s, recompile it (sluice compile %s -o %s), or remove the file not meant, or name one with parameters { key: %q value { string_value: \"FILE\" } }",
+			path, textPath, TextFile, textPath, path, ParamPipeline)}
+	}
+	return compact, path, nil
+}
+
+// parseFile reads and parses the definition name in the version folder.
+func parseFile(root *os.Root, dir, name string) (*pipelinepb.Pipeline, string, error) {
+	path := filepath.Join(dir, name)
+	data, err := readFile(root, name, path)
+	if err != nil {
+		return nil, path, err
+	}
+	def, err := pipeline.Parse(data, path)
+	if err != nil {
+		return nil, path, &Error{Code: CodeInvalidArg, Msg: err.Error()}
+	}
+	return def, path, nil
 }
 
 // readFile reads a definition, bounded by pipeline.MaxSize so that a

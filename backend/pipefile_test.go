@@ -45,11 +45,26 @@ func TestPipelineFileDiscovery(t *testing.T) {
 			t.Errorf("PipelineFile %s", m.PipelineFile)
 		}
 	})
-	t.Run("compact first", func(t *testing.T) {
-		dir := modelDir(t, map[string][]byte{TextFile: text, CompactFile: compact})
-		if got := mustLoad(t, dir, goodConfig).Pipeline.Def.GetName(); got != "compact" {
-			t.Errorf("loaded %q, want the compact file", got)
+	t.Run("both, same pipeline", func(t *testing.T) {
+		// The text as `sluice compile` sees it, with a comment and other
+		// layout: only the definition counts.
+		edited := append([]byte("# a comment\n\n"), text...)
+		dir := modelDir(t, map[string][]byte{TextFile: edited, CompactFile: compactOf(t, text, "preprocess_imagenet")})
+		m := mustLoad(t, dir, goodConfig)
+		if m.PipelineFile != filepath.Join(dir, "1", CompactFile) {
+			t.Errorf("PipelineFile %s, want the compact file", m.PipelineFile)
 		}
+	})
+	t.Run("both, different pipelines", func(t *testing.T) {
+		dir := modelDir(t, map[string][]byte{TextFile: text, CompactFile: compact})
+		_, err := load(t, dir, goodConfig, false)
+		wantError(t, err, CodeInvalidArg, filepath.Join(dir, "1", CompactFile), filepath.Join(dir, "1", TextFile),
+			"define different pipelines", "sluice compile")
+	})
+	t.Run("both, text does not parse", func(t *testing.T) {
+		dir := modelDir(t, map[string][]byte{TextFile: []byte("version: 1\nstages {"), CompactFile: compact})
+		_, err := load(t, dir, goodConfig, false)
+		wantError(t, err, CodeInvalidArg, filepath.Join(dir, "1", TextFile))
 	})
 	t.Run("parameter", func(t *testing.T) {
 		dir := modelDir(t, map[string][]byte{TextFile: text, CompactFile: compact, "alt/other.sluice": other})

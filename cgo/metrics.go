@@ -19,18 +19,21 @@ import (
 
 // Sluice's own metrics, registered through Triton's metrics API so that
 // they show at Triton's /metrics next to its nv_* ones. All are counters
-// (Triton's are doubles) labelled model and version:
+// (Triton's are doubles) labelled model and version. Durations are in
+// seconds, Prometheus' base unit, added as float64 per Execute: a sum
+// such as 0.052147623 is what rate() and the other Prometheus tools
+// expect, so that they compare with any other exporter's *_seconds_total.
 //
 //	sluice_images_total              images the pipeline processed without error
 //	sluice_image_bytes_total         their encoded bytes
 //	sluice_image_failures_total      images it failed on, label cause: one
 //	                                 metric per backend.Causes value
-//	sluice_stage_duration_us_total   cumulative microseconds of Execute's
+//	sluice_stage_duration_seconds_total  cumulative seconds of Execute's
 //	                                 stages, label stage: collect (inputs into
 //	                                 the batch), pipeline (outputs placed, the
 //	                                 executor's run), respond (each request's
 //	                                 outcome)
-//	sluice_op_duration_us_total      cumulative microseconds of each operator
+//	sluice_op_duration_seconds_total cumulative seconds of each operator
 //	                                 call of the pipeline, label op: decode,
 //	                                 resize+crop, normalize... (the pipeline
 //	                                 stage's split; CPU workers run in
@@ -51,7 +54,7 @@ import (
 //	                                 (nvJPEG's decoupled decoder: Huffman on a
 //	                                 CPU worker), cpu (libjpeg-turbo, then
 //	                                 uploaded)
-//	sluice_gpu_phase_duration_us_total  cumulative microseconds of a KIND_GPU
+//	sluice_gpu_phase_duration_seconds_total  cumulative seconds of a KIND_GPU
 //	                                 instance's batch phases, label phase:
 //	                                 parse (headers, routing), decode, kernel
 //
@@ -73,14 +76,14 @@ var familyDefs = [numFamilies]struct{ name, help string }{
 	famImages:     {"sluice_images_total", "Images the Sluice pipeline processed successfully"},
 	famImageBytes: {"sluice_image_bytes_total", "Encoded bytes of the images the Sluice pipeline processed successfully"},
 	famFailures:   {"sluice_image_failures_total", "Images the Sluice pipeline failed on, by cause"},
-	famStages: {"sluice_stage_duration_us_total",
-		"Cumulative microseconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (outputs placed, executor run), respond (each request's outcome)"},
-	famOps: {"sluice_op_duration_us_total",
-		"Cumulative microseconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
+	famStages: {"sluice_stage_duration_seconds_total",
+		"Cumulative seconds of the Sluice backend's Execute stages: collect (inputs into the batch), pipeline (outputs placed, executor run), respond (each request's outcome)"},
+	famOps: {"sluice_op_duration_seconds_total",
+		"Cumulative seconds of each operator call of the Sluice pipeline (decode, resize+crop, normalize...)"},
 	famDecoded: {"sluice_gpu_decoded_images_total",
 		"Images the GPU instances of a Sluice model decoded, by decoder: hardware (JPEG engines), hybrid (nvJPEG on the SMs), cpu (libjpeg-turbo, uploaded)"},
-	famPhases: {"sluice_gpu_phase_duration_us_total",
-		"Cumulative microseconds of the Sluice GPU instances' batch phases: parse (headers, routing), decode, kernel"},
+	famPhases: {"sluice_gpu_phase_duration_seconds_total",
+		"Cumulative seconds of the Sluice GPU instances' batch phases: parse (headers, routing), decode, kernel"},
 }
 
 // labelOf names the one label of the families whose series are made on
@@ -241,24 +244,26 @@ func (mm *modelMetrics) record(st *backend.BatchStats) {
 	for i, n := range st.Images.Failures {
 		increment(mm.failures[i], float64(n))
 	}
-	increment(mm.stages[0], float64(st.CollectNs())/1e3)
-	increment(mm.stages[1], float64(st.PipelineNs())/1e3)
-	increment(mm.stages[2], float64(st.RespondNs())/1e3)
+	increment(mm.stages[0], seconds(st.CollectNs()))
+	increment(mm.stages[1], seconds(st.PipelineNs()))
+	increment(mm.stages[2], seconds(st.RespondNs()))
 	if len(st.Ops) == 0 {
 		return
 	}
 	mm.labelledMu.Lock()
 	defer mm.labelledMu.Unlock()
 	for _, t := range st.Ops {
-		increment(mm.series(famOps, t.Name), float64(t.Ns)/1e3)
+		increment(mm.series(famOps, t.Name), seconds(t.Ns))
 	}
 	for _, t := range st.Phases {
-		increment(mm.series(famPhases, t.Name), float64(t.Ns)/1e3)
+		increment(mm.series(famPhases, t.Name), seconds(t.Ns))
 	}
 	for _, c := range st.Decoded {
 		increment(mm.series(famDecoded, c.Name), float64(c.N))
 	}
 }
+
+func seconds(ns uint64) float64 { return float64(ns) / 1e9 }
 
 // series returns the series of a family in labelOf for a label value,
 // making it on first use; nil when it cannot be made. labelledMu is held.

@@ -146,8 +146,9 @@ or by hand:
   $TRITON_PERF_ANALYZER -m preprocess_imagenet -i grpc -u $h:$gp --input-data /tmp/jpegs.json --concurrency-range 4
 
 Stop it: scripts/triton.sh --stop --work-dir $TRITON_WORK_DIR (make stop), or Ctrl-C under make run.
-On a machine without a GPU, the log's "CudaDriverHelper has not been initialized" and
-"unable to create stream for ensemble_imagenet: CUDA driver version is insufficient" are expected.
+On a machine without a GPU, the log's "CudaDriverHelper has not been initialized",
+"unable to create stream for ensemble_imagenet: CUDA driver version is insufficient" and
+"failed to allocate pinned system memory" come from tritonserver itself and are harmless.
 
 EOF
 }
@@ -356,8 +357,12 @@ howto
 echo "Server log follows; Ctrl-C stops the server." >&2
 tail -n +1 -f --pid="$PID" "$LOG" >&2 &
 TAIL=$!
-trap 'trap - INT TERM; echo >&2; stop_server; kill "$TAIL" 2>/dev/null || true; exit 130' INT TERM
+# Ctrl-C or SIGTERM here, or --stop from elsewhere (make stop): the server
+# shuts down cleanly and exits 0, a normal end. Any other exit is a crash.
+trap 'trap - INT TERM; echo >&2; stop_server; kill "$TAIL" 2>/dev/null || true; log "tritonserver stopped"; exit 0' INT TERM
+rc=0
+wait "$PID" || rc=$?
 wait "$TAIL" || true
-# tail ends by itself only when the server has gone.
 rm -f "$PID_FILE"
-die "tritonserver (pid $PID) exited; the end of its log is above"
+[ "$rc" = 0 ] || die "tritonserver (pid $PID) exited with status $rc; the end of its log is above"
+log "tritonserver stopped"

@@ -221,7 +221,8 @@ def make_repository(dst):
     b = dst / "preprocess_imagenet_bytes"
     shutil.copytree(src / "preprocess_imagenet" / "1", b / "1")
     (b / "config.pbtxt").write_text(BYTES_CONFIG)
-    # An invalid pipeline: text form only (the compact file would win).
+    # An invalid pipeline: text form only (beside a compact file it would
+    # be refused for differing from it instead).
     bad = dst / "preprocess_broken"
     (bad / "1").mkdir(parents=True)
     text = (src / "preprocess_imagenet" / "1" / "pipeline.pbtxt").read_text()

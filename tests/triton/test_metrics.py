@@ -3,6 +3,7 @@ their encoded bytes, failures by cause and stage durations, per model and
 version, counted as requests arrive."""
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def test_metrics_families_listed(sluice_server):
         key("sluice_image_bytes_total"),
         *(key("sluice_image_failures_total", cause=c) for c in
           ("truncated", "not an image", "corrupt data", "unsupported", "too large", "invalid input")),
-        *(key("sluice_stage_duration_us_total", stage=s) for s in ("collect", "pipeline", "respond")),
+        *(key("sluice_stage_duration_seconds_total", stage=s) for s in ("collect", "pipeline", "respond")),
     ):
         assert k in got, (k, sorted(got)[:20])
 
@@ -51,6 +52,7 @@ def test_metrics_count_images_and_failures(sluice_server, photos):
     cut = [truncated(p) for p in photos.jpeg()[4:6]]
     junk = [b"this is not an image", b"GIF89a\x00\x00 neither"]
     before = scrape(sluice_server)
+    t0 = time.monotonic()
 
     for data in good:
         infer_one(sluice_server.grpc, grpcclient, IMAGENET, data)
@@ -62,6 +64,7 @@ def test_metrics_count_images_and_failures(sluice_server, photos):
         with pytest.raises(InferenceServerException):
             infer_one(sluice_server.grpc, grpcclient, IMAGENET, np.frombuffer(b, dtype=np.uint8))
 
+    wall = time.monotonic() - t0
     after = scrape(sluice_server)
 
     def delta(k):
@@ -74,10 +77,15 @@ def test_metrics_count_images_and_failures(sluice_server, photos):
     assert failed == len(cut) + len(junk)
     assert delta(key("sluice_image_failures_total", cause="corrupt data")) == 0
     for s in ("collect", "pipeline", "respond"):
-        assert delta(key("sluice_stage_duration_us_total", stage=s)) > 0, s
+        assert delta(key("sluice_stage_duration_seconds_total", stage=s)) > 0, s
+    # In seconds: one request at a time, so the stages of these Executes
+    # took less than the time spent sending them (in microseconds, or any
+    # unit but seconds, the sum would exceed it).
+    stages = sum(delta(key("sluice_stage_duration_seconds_total", stage=s)) for s in ("collect", "pipeline", "respond"))
+    assert stages < wall, (stages, wall)
     # The pipeline stage split by operator, as the executor runs them
     # (resize and crop fused); decoding costs the most.
-    op = {o: delta(key("sluice_op_duration_us_total", op=o)) for o in ("decode", "resize+crop", "normalize")}
+    op = {o: delta(key("sluice_op_duration_seconds_total", op=o)) for o in ("decode", "resize+crop", "normalize")}
     assert all(v > 0 for v in op.values()), op
     assert op["decode"] > op["normalize"], op
     # Other models' series are apart: the bytes model saw none of this.

@@ -83,6 +83,38 @@ def test_invalid_pipeline_fails_to_load(sluice_server):
     assert s.http.is_server_ready()
 
 
+def test_edited_text_beside_stale_compact_refused(sluice_server):
+    """A copied model folder whose pipeline.pbtxt was edited but not
+    recompiled: the model.sluice beside it no longer matches, and the model
+    fails to load naming both files rather than serving the old pipeline.
+    Recompiled (here: the stale file removed), the edit loads."""
+    s = sluice_server
+    name = "preprocess_edited"
+    src, d = s.repo / IMAGENET, s.repo / name
+    (d / "1").mkdir(parents=True)
+    for f in ("model.sluice", "pipeline.pbtxt"):
+        (d / "1" / f).write_bytes((src / "1" / f).read_bytes())
+    text = (d / "1" / "pipeline.pbtxt").read_text()
+    assert 'arg { name: "shorter" int: 256 }' in text
+    (d / "1" / "pipeline.pbtxt").write_text(text.replace("int: 256", "int: 240"))
+    (d / "config.pbtxt").write_text(
+        (src / "config.pbtxt").read_text().replace(f'name: "{IMAGENET}"', f'name: "{name}"'))
+    try:
+        with pytest.raises(InferenceServerException) as e:
+            s.http.load_model(name)
+        msg = str(e.value)
+        assert "define different pipelines" in msg, msg
+        assert str(d / "1" / "model.sluice") in msg and str(d / "1" / "pipeline.pbtxt") in msg, msg
+    finally:
+        (d / "1" / "model.sluice").unlink()
+        s.http.load_model(name)
+    out = infer_one(s.http, httpclient, name, synthetic_jpeg())["PIXELS"]
+    assert out.shape == (1, 3, 224, 224)
+    s.http.unload_model(name)
+    wait_unloaded(s, name)
+    assert s.http.is_server_ready()
+
+
 # Load/unload cycles measured, after the warm-up ones, and the bound on the
 # server's memory growth per cycle: the least-squares slope of VmRSS over
 # the cycles. Measured (tritonserver 2.51, 2 shared cores, 2026-12-01):
