@@ -314,12 +314,14 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
 		smp := &e.samples[s]
-		if smp.path == PathCPUHuffman && w != nil {
-			err := w.decodeHuffman(smp, e.mem.base, e.fused, gray)
-			if err == nil {
-				return
+		if smp.path == PathCPUHuffman {
+			if w != nil && w.huff != nil {
+				err := w.decodeHuffman(smp, e.mem.base, e.fused, gray)
+				if err == nil {
+					return
+				}
+				e.noteRetry(1, err)
 			}
-			e.noteRetry(1, err)
 			smp.path = PathCPU
 		}
 		if err := w.decode(smp, e.chain.color, e.opt.Limits, e.mem.base); err != nil {

@@ -32,10 +32,9 @@ func newCPUWorker(hw *jpegPath, huff *huffman) (*cpuWorker, error) {
 		}
 	}
 	if huff != nil {
-		if w.huff, err = huff.newState(); err != nil {
-			w.close()
-			return nil, err
-		}
+		// Without a state of its own the worker decodes progressive
+		// JPEGs with libjpeg-turbo (decodeCPU).
+		w.huff, _ = huff.newState()
 	}
 	return w, nil
 }

@@ -2,6 +2,7 @@ package nvjpeg
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -32,8 +33,20 @@ type DecoupledState struct {
 
 // Decoupled reports whether the loaded nvJPEG has the decoupled API.
 func Decoupled() bool {
-	return Init() == nil && nvjpegDecoderCreate != nil && nvjpegDecodeJpegDevice != nil &&
-		nvjpegBufferPinnedCreate != nil && nvjpegDecodeParamsSetOutputFormat != nil
+	if Init() != nil {
+		return false
+	}
+	for _, f := range []any{nvjpegDecoderCreate, nvjpegDecoderDestroy, nvjpegDecoderJpegSupported,
+		nvjpegDecoderStateCreate, nvjpegBufferPinnedCreate, nvjpegBufferPinnedDestroy,
+		nvjpegBufferDeviceCreate, nvjpegBufferDeviceDestroy, nvjpegStateAttachPinnedBuffer,
+		nvjpegStateAttachDeviceBuffer, nvjpegDecodeParamsCreate, nvjpegDecodeParamsDestroy,
+		nvjpegDecodeParamsSetOutputFormat, nvjpegDecodeJpegHost, nvjpegDecodeJpegTransferToDevice,
+		nvjpegDecodeJpegDevice} {
+		if reflect.ValueOf(f).IsNil() {
+			return false
+		}
+	}
+	return true
 }
 
 // NewDecoder creates a decoupled decoder of backend b (Hybrid: Huffman
