@@ -11,8 +11,8 @@ import pytest
 from helpers import InferenceServerException, bytes_input, grpcclient, httpclient, infer, synthetic_jpeg
 from test_budget import add_model
 
-MARK = "preprocess_imagenet_mark"
-DEFAULT = "preprocess_imagenet_bytes"
+MARK = "image_errors_mark"
+DEFAULT = "image_errors_default"
 
 
 def bytes_config(name, params):
