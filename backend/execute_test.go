@@ -531,5 +531,5 @@ func TestMarkImageErrors(t *testing.T) {
 	_, err = load(t, imagenetDir(t), editConfig(t, bytesConfig, func(m map[string]any) {
 		m["parameters"] = map[string]any{"image_errors": map[string]any{"string_value": "skip"}}
 	}), false)
-	wantError(t, err, CodeInvalidArg, `image_errors is "skip"`)
+	wantError(t, err, CodeInvalidArg, `parameter "image_errors": "skip" is not fail_request or mark`)
 }

@@ -112,7 +112,7 @@ func parseParams(p map[string]string) (Params, error) {
 			case ImageErrorsMark:
 				out.MarkImageErrors = true
 			default:
-				err = fmt.Errorf("parameter %s is %q: use %q or %q", k, v, ImageErrorsFail, ImageErrorsMark)
+				err = fmt.Errorf("parameter %q: %q is not %s or %s", k, v, ImageErrorsFail, ImageErrorsMark)
 			}
 		default:
 			err = fmt.Errorf("unknown parameter %q: Sluice knows %s", k, strings.Join(knownParams, ", "))
