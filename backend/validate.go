@@ -24,6 +24,13 @@ func validate(c *config, prog *pipeline.Compiled, p Params) error {
 	}
 	v.extra("input", c.inputs, prog.Inputs)
 	wantOut := configOutputs(prog, p)
+	if p.MarkImageErrors {
+		for _, o := range prog.Outputs {
+			if outputSource(o.Name) != "pipeline" {
+				v.addf(`pipeline output %q: image_errors "mark" adds an output of that name: rename it`, o.Name)
+			}
+		}
+	}
 	v.extra("output", c.outputs, outputNames(wantOut))
 	for _, name := range prog.Inputs {
 		i := findTensor(c.inputs, name)
