@@ -532,4 +532,9 @@ func TestMarkImageErrors(t *testing.T) {
 		m["parameters"] = map[string]any{"image_errors": map[string]any{"string_value": "skip"}}
 	}), false)
 	wantError(t, err, CodeInvalidArg, `parameter "image_errors": "skip" is not fail_request or mark`)
+	// A pipeline output of one of their names clashes.
+	clash := modelDir(t, map[string][]byte{TextFile: []byte(
+		`version: 1 input { name: "IMAGE" } node { op: "decode" } node { op: "resize" arg { name: "size" ints { v: [8, 8] } } } output { name: "IMAGE_OK" }`)})
+	_, err = load(t, clash, cfg, true)
+	wantError(t, err, CodeInvalidArg, `pipeline output "IMAGE_OK": image_errors "mark" adds an output of that name: rename it`)
 }
