@@ -18,13 +18,13 @@ const DefaultMaxBatchSize = 64
 // pipeline), max_batch_size, dynamic batching and allow_ragged_batch on
 // UINT8 inputs. It never replaces a value the user gave: where the config
 // disagrees with the pipeline, validation says so afterwards. It reports
-// whether the document changed. budget is max_batch_bytes.
+// whether the document changed.
 //
 // Triton prints every primitive field of the config, so "left out" can
 // only mean "has its default value": max_batch_size 0, data_type
 // TYPE_INVALID, empty dims, allow_ragged_batch false. None of these is a
 // value a Sluice model can run with, so filling them overrides no choice.
-func autoComplete(doc map[string]any, prog *pipeline.Compiled, budget int64) (changed bool, err error) {
+func autoComplete(doc map[string]any, prog *pipeline.Compiled, p Params) (changed bool, err error) {
 	set := func(m map[string]any, key string, v any) {
 		m[key] = v
 		changed = true
@@ -35,7 +35,7 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled, budget int64) (ch
 	if mbs, err := getInt(doc, "max_batch_size"); err != nil {
 		return false, err
 	} else if mbs == 0 {
-		set(doc, "max_batch_size", defaultMaxBatch(prog, budget))
+		set(doc, "max_batch_size", defaultMaxBatch(prog, p.MaxBatchBytes))
 	}
 	// Dynamic batching is what fills those batches. Triton refuses a
 	// config with both dynamic and sequence batching, so a sequence
@@ -96,14 +96,13 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled, budget int64) (ch
 	if err != nil {
 		return false, err
 	}
-	for _, o := range prog.Outputs {
-		m := findEntry(outputs, o.Name)
+	for _, want := range configOutputs(prog, p) {
+		m := findEntry(outputs, want.Name)
 		if m == nil {
-			m = map[string]any{"name": o.Name}
+			m = map[string]any{"name": want.Name}
 			outputs = append(outputs, m)
 			set(doc, "output", outputs)
 		}
-		want := outputConfig(o)
 		if dt, _ := getString(m, "data_type"); dt == "" || dt == typeInvalid {
 			set(m, "data_type", want.DataType)
 		}

@@ -17,6 +17,7 @@ import (
 	_ "github.com/sluice-dev/sluice/executor/gpu"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 var pixelDims = []int64{3, 224, 224}
@@ -459,4 +460,81 @@ func asResponses(rs []*fakeResponse) []Response {
 		out[i] = r
 	}
 	return out
+}
+
+// TestMarkImageErrors: with image_errors "mark" (its outputs added by
+// auto-complete) a request with a broken image succeeds: the good images'
+// outputs are the executor's, the broken one's zeros, and IMAGE_OK and
+// IMAGE_ERROR say which failed in the words of the default mode's error.
+func TestMarkImageErrors(t *testing.T) {
+	cfg := editConfig(t, bytesConfig, func(m map[string]any) {
+		m["parameters"] = map[string]any{"image_errors": map[string]any{"string_value": "mark"}}
+	})
+	m, err := load(t, imagenetDir(t), cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.NewConfig), `"IMAGE_OK"`) || !strings.Contains(string(m.NewConfig), `"TYPE_STRING"`) {
+		t.Errorf("auto-complete did not add IMAGE_OK/IMAGE_ERROR: %s", m.NewConfig)
+	}
+	inst := mustInstance(t, m)
+	good := [][]byte{testimg.JPEG(64, 48, 1), testimg.JPEG(33, 71, 2)}
+	ref := newReference(t, m).outputs(good)[0]
+	truncated := testimg.JPEG(80, 80, 4)
+	truncated = truncated[:len(truncated)/2]
+
+	resps := []*fakeResponse{newResponse()}
+	for run := range 2 {
+		if run == 1 {
+			// Buffers that held an image's pixels: the broken image's
+			// must still read zeros.
+			resps[0].reset()
+			if errs, _ := inst.Execute([]Request{request("IMAGE", bytesInput(good[0], good[0], good[1]))}, asResponses(resps)); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			resps[0].reset()
+		}
+		errs, st := inst.Execute([]Request{request("IMAGE", bytesInput(good[0], truncated, good[1]))}, asResponses(resps))
+		if errs[0] != nil {
+			t.Fatalf("run %d: %v", run, errs[0])
+		}
+		if st.Images.Failures[causeIndex(ops.Truncated)] != 1 || st.Images.Images != 2 {
+			t.Errorf("run %d: image stats %+v, want 2 images and 1 truncated", run, st.Images)
+		}
+		zero := make([]byte, len(ref[0]))
+		checkOutput(t, resps[0], "PIXELS", "FP32", pixelDims, [][]byte{ref[0], zero, ref[1]})
+		checkOutput(t, resps[0], OutputImageOK, "BOOL", []int64{1}, [][]byte{{1}, {0}, {1}})
+		o := resps[0].outputs[OutputImageError]
+		if o == nil || o.dataType != "BYTES" || fmt.Sprint(o.shape) != "[3 1]" {
+			t.Fatalf("IMAGE_ERROR: %+v", o)
+		}
+		var msgs []string
+		for b := o.data; len(b) >= 4; {
+			n := binary.LittleEndian.Uint32(b)
+			msgs = append(msgs, string(b[4:4+n]))
+			b = b[4+n:]
+		}
+		if len(msgs) != 3 || msgs[0] != "" || msgs[2] != "" || !strings.HasPrefix(msgs[1], "IMAGE element 1: truncated: decode") {
+			t.Errorf("IMAGE_ERROR holds %q", msgs)
+		}
+	}
+
+	// Without auto-complete the outputs must be in the config.
+	_, err = load(t, imagenetDir(t), cfg, false)
+	wantError(t, err, CodeInvalidArg, `image_errors "mark" output "IMAGE_OK" has no config output`)
+	// And without "mark" they are refused.
+	bad := editConfig(t, bytesConfig, func(m map[string]any) {
+		m["output"] = append(m["output"].([]any), map[string]any{"name": "IMAGE_OK", "data_type": "TYPE_BOOL", "dims": []any{1}})
+	})
+	_, err = load(t, imagenetDir(t), bad, false)
+	wantError(t, err, CodeInvalidArg, `config output "IMAGE_OK" is not a pipeline output`)
+	_, err = load(t, imagenetDir(t), editConfig(t, bytesConfig, func(m map[string]any) {
+		m["parameters"] = map[string]any{"image_errors": map[string]any{"string_value": "skip"}}
+	}), false)
+	wantError(t, err, CodeInvalidArg, `parameter "image_errors": "skip" is not fail_request or mark`)
+	// A pipeline output of one of their names clashes.
+	clash := modelDir(t, map[string][]byte{TextFile: []byte(
+		`version: 1 input { name: "IMAGE" } node { op: "decode" } node { op: "resize" arg { name: "size" ints { v: [8, 8] } } } output { name: "IMAGE_OK" }`)})
+	_, err = load(t, clash, cfg, true)
+	wantError(t, err, CodeInvalidArg, `pipeline output "IMAGE_OK": image_errors "mark" adds an output of that name: rename it`)
 }

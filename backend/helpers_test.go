@@ -221,16 +221,20 @@ type fakeOutput struct {
 func newResponse() *fakeResponse { return &fakeResponse{outputs: map[string]*fakeOutput{}} }
 
 func (r *fakeResponse) Output(name, dataType string, shape []int64) ([]byte, error) {
+	size := map[string]int64{"FP32": 4, "FP16": 2, "UINT8": 1, "BOOL": 1}[dataType]
+	for _, d := range shape {
+		size *= d
+	}
+	return r.OutputSized(name, dataType, shape, int(size))
+}
+
+func (r *fakeResponse) OutputSized(name, dataType string, shape []int64, size int) ([]byte, error) {
 	r.calls++
 	if name == r.fail {
 		return nil, errors.New("out of response memory")
 	}
 	if name == r.panics {
 		panic("response output exploded")
-	}
-	size := map[string]int64{"FP32": 4, "FP16": 2, "UINT8": 1}[dataType]
-	for _, d := range shape {
-		size *= d
 	}
 	o := r.outputs[name]
 	if o == nil {
@@ -239,7 +243,7 @@ func (r *fakeResponse) Output(name, dataType string, shape []int64) ([]byte, err
 	}
 	o.dataType = dataType
 	o.shape = append(o.shape[:0], shape...)
-	if int64(cap(o.data)) < size {
+	if cap(o.data) < size {
 		o.data = make([]byte, size)
 	}
 	o.data = o.data[:size]

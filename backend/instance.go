@@ -29,6 +29,7 @@ type Instance struct {
 	exec   executor.Executor
 	col    *collector
 	resp   *responder
+	marks  marker
 	reqs   []reqState
 	sample []error // per sample of the batch, from the executor
 	errs   []error // per request, returned by Execute
@@ -62,6 +63,10 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL":
 	case "KIND_GPU":
 		execKind, outDevice = executor.KindGPU, device
+		if m.Params.MarkImageErrors {
+			// Host outputs, where a failed image's can be cleared.
+			outDevice = -1
+		}
 	default:
 		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use KIND_CPU or KIND_GPU", name, kind)}
 	}
@@ -185,7 +190,7 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 		inst.counts.update(inst.exec, &st)
 	}
 	st.ComputeEnd = now()
-	inst.respond()
+	inst.respond(resps)
 	st.Samples = n
 	st.ExecEnd = now()
 	return errs, st
@@ -271,14 +276,20 @@ func (inst *Instance) placeAll(n int, resps []Response) (err error) {
 
 // respond settles every request still standing: its outputs are in
 // place when all its images succeeded, else it fails naming the first
-// that did not.
-func (inst *Instance) respond() {
+// that did not, or with image_errors "mark" it is answered with its
+// images marked.
+func (inst *Instance) respond(resps []Response) {
 	for i := range inst.reqs {
 		r := &inst.reqs[i]
 		if r.failed {
 			continue
 		}
-		if err := inst.sampleError(r); err != nil {
+		if inst.model.Params.MarkImageErrors {
+			if err := inst.mark(resps[i], r); err != nil {
+				inst.fail(i, err)
+				continue
+			}
+		} else if err := inst.sampleError(r); err != nil {
 			inst.fail(i, err)
 			continue
 		}

@@ -85,7 +85,7 @@ func LoadModel(a ModelArgs) (*Model, error) {
 
 	var newConfig []byte
 	if a.AutoComplete {
-		changed, err := autoComplete(doc, prog, params.MaxBatchBytes)
+		changed, err := autoComplete(doc, prog, params)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidArg, Msg: "model config: " + err.Error()}
 		}

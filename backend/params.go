@@ -33,6 +33,10 @@ type Params struct {
 	// MaxBatchBytes bounds one batch's outputs, all of them together:
 	// max_batch_size × the bytes of one sample's outputs must fit.
 	MaxBatchBytes int64
+	// MarkImageErrors answers a request whose images partly failed with
+	// zeros for the failed ones and IMAGE_OK/IMAGE_ERROR saying which,
+	// instead of failing the request.
+	MarkImageErrors bool
 }
 
 // DefaultMaxBatchBytes is max_batch_bytes when the config does not set
@@ -52,10 +56,17 @@ const (
 	ParamGPUMemory      = "gpu_memory_bytes"
 	ParamHWShare        = "gpu_hardware_decode_share"
 	ParamMaxBatchBytes  = "max_batch_bytes"
+	ParamImageErrors    = "image_errors"
+)
+
+// The values of image_errors.
+const (
+	ImageErrorsFail = "fail_request"
+	ImageErrorsMark = "mark"
 )
 
 var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageBytes, ParamMaxBatchBytes,
-	ParamGPUMemory, ParamHWShare}
+	ParamGPUMemory, ParamHWShare, ParamImageErrors}
 
 // maxWorkers bounds the workers parameter: each worker holds its own
 // decode state and image buffers, so a typo of a few extra digits would
@@ -95,6 +106,14 @@ func parseParams(p map[string]string) (Params, error) {
 			out.GPUMemory = int64(n)
 		case ParamHWShare:
 			out.HWShare, err = shareParam(k, v)
+		case ParamImageErrors:
+			switch v {
+			case ImageErrorsFail:
+			case ImageErrorsMark:
+				out.MarkImageErrors = true
+			default:
+				err = fmt.Errorf("parameter %q: %q is not %s or %s", k, v, ImageErrorsFail, ImageErrorsMark)
+			}
 		default:
 			err = fmt.Errorf("unknown parameter %q: Sluice knows %s", k, strings.Join(knownParams, ", "))
 		}

@@ -23,7 +23,15 @@ func validate(c *config, prog *pipeline.Compiled, p Params) error {
 			c.maxBatchSize, DefaultMaxBatchSize)
 	}
 	v.extra("input", c.inputs, prog.Inputs)
-	v.extra("output", c.outputs, outputNames(prog))
+	wantOut := configOutputs(prog, p)
+	if p.MarkImageErrors {
+		for _, o := range prog.Outputs {
+			if outputSource(o.Name) != "pipeline" {
+				v.addf(`pipeline output %q: image_errors "mark" adds an output of that name: rename it`, o.Name)
+			}
+		}
+	}
+	v.extra("output", c.outputs, outputNames(wantOut))
 	for _, name := range prog.Inputs {
 		i := findTensor(c.inputs, name)
 		if i < 0 {
@@ -33,12 +41,11 @@ func validate(c *config, prog *pipeline.Compiled, p Params) error {
 		}
 		v.input(c, c.inputs[i])
 	}
-	for _, o := range prog.Outputs {
-		want := outputConfig(o)
-		i := findTensor(c.outputs, o.Name)
+	for _, want := range wantOut {
+		i := findTensor(c.outputs, want.Name)
 		if i < 0 {
-			v.addf("pipeline output %q has no config output: add output { name: %q data_type: %s dims: %s }",
-				o.Name, o.Name, want.DataType, dimsString(want.Dims))
+			v.addf("%s output %q has no config output: add output { name: %q data_type: %s dims: %s }",
+				outputSource(want.Name), want.Name, want.Name, want.DataType, dimsString(want.Dims))
 			continue
 		}
 		v.output(c.outputs[i], want)
@@ -129,10 +136,39 @@ func outputConfig(o pipeline.Output) TensorConfig {
 	return TensorConfig{Name: o.Name, DataType: "TYPE_" + o.Spec.DType.String(), Dims: dims}
 }
 
-func outputNames(prog *pipeline.Compiled) []string {
-	names := make([]string, len(prog.Outputs))
-	for i, o := range prog.Outputs {
-		names[i] = o.Name
+// The outputs image_errors "mark" adds: per image, whether it succeeded
+// and, when not, why.
+const (
+	OutputImageOK    = "IMAGE_OK"
+	OutputImageError = "IMAGE_ERROR"
+)
+
+// configOutputs are the config outputs the model needs: the pipeline's,
+// then, with image_errors "mark", IMAGE_OK and IMAGE_ERROR.
+func configOutputs(prog *pipeline.Compiled, p Params) []TensorConfig {
+	out := make([]TensorConfig, 0, len(prog.Outputs)+2)
+	for _, o := range prog.Outputs {
+		out = append(out, outputConfig(o))
+	}
+	if p.MarkImageErrors {
+		out = append(out, TensorConfig{Name: OutputImageOK, DataType: "TYPE_BOOL", Dims: []int64{1}},
+			TensorConfig{Name: OutputImageError, DataType: "TYPE_STRING", Dims: []int64{1}})
+	}
+	return out
+}
+
+// outputSource says where a needed output comes from, for messages.
+func outputSource(name string) string {
+	if name == OutputImageOK || name == OutputImageError {
+		return `image_errors "mark"`
+	}
+	return "pipeline"
+}
+
+func outputNames(ts []TensorConfig) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
 	}
 	return names
 }

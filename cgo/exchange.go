@@ -114,7 +114,17 @@ func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, erro
 // Output adds an output to the response and returns its buffer, Triton's
 // host memory, to fill until Execute returns.
 func (x *exchange) Output(name, dataType string, shape []int64) ([]byte, error) {
-	b, err := x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_CPU, 0)
+	return x.hostOutput(name, dataType, shape, -1)
+}
+
+// OutputSized adds an output of size bytes, for BYTES, whose size the
+// shape does not fix, and returns its host buffer.
+func (x *exchange) OutputSized(name, dataType string, shape []int64, size int) ([]byte, error) {
+	return x.hostOutput(name, dataType, shape, size)
+}
+
+func (x *exchange) hostOutput(name, dataType string, shape []int64, size int) ([]byte, error) {
+	b, err := x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_CPU, 0, size)
 	if err != nil {
 		return nil, err
 	}
@@ -129,21 +139,25 @@ func (x *exchange) Output(name, dataType string, shape []int64) ([]byte, error) 
 // device. Triton may give host memory instead, when the consumer wants it
 // there; Buffer says which.
 func (x *exchange) OutputOn(name, dataType string, shape []int64, device int) (backend.Buffer, error) {
-	return x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_GPU, device)
+	return x.output(name, dataType, shape, C.TRITONSERVER_MEMORY_GPU, device, -1)
 }
 
-func (x *exchange) output(name, dataType string, shape []int64, want C.TRITONSERVER_MemoryType, device int) (backend.Buffer, error) {
+// output adds an output; size is its bytes, or negative to follow from
+// the shape, which a BYTES output's cannot.
+func (x *exchange) output(name, dataType string, shape []int64, want C.TRITONSERVER_MemoryType, device, size int) (backend.Buffer, error) {
 	dt, elemSize, ok := dataTypeByName(dataType)
 	if !ok {
 		return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: unknown data type %q", name, dataType)}
 	}
-	if elemSize == 0 {
-		return backend.Buffer{}, &backend.Error{Code: backend.CodeUnsupported,
-			Msg: fmt.Sprintf("output %s: %s has no fixed element size; the buffer size cannot follow from the shape", name, dataType)}
-	}
-	size, err := byteSize(shape, elemSize)
-	if err != nil {
-		return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: "output " + name + ": " + err.Error()}
+	if size < 0 {
+		if elemSize == 0 {
+			return backend.Buffer{}, &backend.Error{Code: backend.CodeUnsupported,
+				Msg: fmt.Sprintf("output %s: %s has no fixed element size; the buffer size cannot follow from the shape", name, dataType)}
+		}
+		var err error
+		if size, err = byteSize(shape, elemSize); err != nil {
+			return backend.Buffer{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: "output " + name + ": " + err.Error()}
+		}
 	}
 	var cshape *C.int64_t
 	if len(shape) > 0 {

@@ -249,6 +249,61 @@ func BytesTensor(name string, elems [][]byte, shape ...int64) Tensor {
 	return Tensor{Name: name, Datatype: "BYTES", Shape: shape, Data: EncodeBytes(elems...)}
 }
 
+// ImageErrors reads the per-image results of a model with image_errors
+// "mark": one entry per image, "" when it succeeded, else why it failed
+// (its outputs are then zeros). ok is false when the response carries no
+// IMAGE_OK and IMAGE_ERROR (the model fails whole requests instead).
+func (r *InferResponse) ImageErrors() (msgs []string, ok bool, err error) {
+	okT, errT := r.Output("IMAGE_OK"), r.Output("IMAGE_ERROR")
+	if okT == nil || errT == nil {
+		return nil, false, nil
+	}
+	oks, err := okT.Bools()
+	if err != nil {
+		return nil, true, err
+	}
+	if msgs, err = errT.Strings(); err != nil {
+		return nil, true, err
+	}
+	if len(oks) != len(msgs) {
+		return nil, true, fmt.Errorf("IMAGE_OK has %d elements, IMAGE_ERROR %d", len(oks), len(msgs))
+	}
+	for i, good := range oks {
+		if !good && msgs[i] == "" {
+			msgs[i] = "failed (no cause given)"
+		}
+	}
+	return msgs, true, nil
+}
+
+// Bools reads a BOOL tensor's data.
+func (t *Tensor) Bools() ([]bool, error) {
+	if t.Datatype != "BOOL" {
+		return nil, fmt.Errorf("tensor %s is %s, not BOOL", t.Name, t.Datatype)
+	}
+	out := make([]bool, len(t.Data))
+	for i, b := range t.Data {
+		out[i] = b != 0
+	}
+	return out, nil
+}
+
+// Strings reads a BYTES tensor's elements as strings.
+func (t *Tensor) Strings() ([]string, error) {
+	if t.Datatype != "BYTES" {
+		return nil, fmt.Errorf("tensor %s is %s, not BYTES", t.Name, t.Datatype)
+	}
+	elems, err := DecodeBytes(t.Data)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+	}
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		out[i] = string(e)
+	}
+	return out, nil
+}
+
 // Float32s reads an FP32 tensor's data.
 func (t *Tensor) Float32s() ([]float32, error) {
 	if t.Datatype != "FP32" {

@@ -244,3 +244,21 @@ func TestRetryStopsAtDeadline(t *testing.T) {
 		t.Fatalf("retry: %v after %d calls in %v", err, calls, time.Since(t0))
 	}
 }
+
+func TestImageErrors(t *testing.T) {
+	r := &InferResponse{Outputs: []Tensor{
+		{Name: "IMAGE_OK", Datatype: "BOOL", Shape: []int64{3, 1}, Data: []byte{1, 0, 1}},
+		{Name: "IMAGE_ERROR", Datatype: "BYTES", Shape: []int64{3, 1}, Data: EncodeBytes(nil, []byte("IMAGE element 1: truncated"), nil)},
+	}}
+	msgs, ok, err := r.ImageErrors()
+	if err != nil || !ok || len(msgs) != 3 || msgs[0] != "" || msgs[1] != "IMAGE element 1: truncated" || msgs[2] != "" {
+		t.Fatalf("ImageErrors = %q, %v, %v", msgs, ok, err)
+	}
+	r.Outputs[1].Data = EncodeBytes(nil, nil)
+	if _, _, err := r.ImageErrors(); err == nil || !strings.Contains(err.Error(), "IMAGE_OK has 3 elements, IMAGE_ERROR 2") {
+		t.Errorf("mismatched lengths: %v", err)
+	}
+	if _, ok, err := (&InferResponse{}).ImageErrors(); ok || err != nil {
+		t.Errorf("no marks: ok %v, err %v", ok, err)
+	}
+}

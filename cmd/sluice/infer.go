@@ -107,6 +107,17 @@ func cmdInfer(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "sluice infer: %s: %s\n", path, oneLine(inferErrText(err, *timeout)))
 			continue
 		}
+		// A model with image_errors "mark" answers a broken image with
+		// zeros and says why in IMAGE_ERROR.
+		msgs, marked, err := r.ImageErrors()
+		if err == nil && marked && len(msgs) == 1 && msgs[0] != "" {
+			err = errors.New(msgs[0])
+		}
+		if err != nil {
+			failed++
+			fmt.Fprintf(stderr, "sluice infer: %s: %s\n", path, oneLine(err.Error()))
+			continue
+		}
 		fmt.Fprintf(stdout, "%s:\n", path)
 		for i := range r.Outputs {
 			printOutput(stdout, &r.Outputs[i], ensemble, *top)

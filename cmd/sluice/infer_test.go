@@ -53,6 +53,18 @@ output [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
 instance_group [ { kind: KIND_CPU, count: 1 } ]
 `
 
+// markConfig answers broken images with zeros and IMAGE_OK/IMAGE_ERROR.
+const markConfig = `name: "preprocess_mark"
+backend: "sluice"
+max_batch_size: 64
+input [ { name: "IMAGE", data_type: TYPE_STRING, dims: [ 1 ] } ]
+output [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] },
+  { name: "IMAGE_OK", data_type: TYPE_BOOL, dims: [ 1 ] },
+  { name: "IMAGE_ERROR", data_type: TYPE_STRING, dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+parameters { key: "image_errors" value { string_value: "mark" } }
+`
+
 func makeRepo(root, repo string) error {
 	for _, m := range []string{"preprocess_imagenet", "ensemble_imagenet", "classifier"} {
 		if err := os.MkdirAll(filepath.Join(repo, m), 0o755); err != nil {
@@ -64,20 +76,25 @@ func makeRepo(root, repo string) error {
 			}
 		}
 	}
-	b := filepath.Join(repo, "preprocess_bytes")
-	if err := os.MkdirAll(filepath.Join(b, "1"), 0o755); err != nil {
-		return err
-	}
-	// A copy: the backend refuses a pipeline file that links outside the
+	// Copies: the backend refuses a pipeline file that links outside the
 	// model folder.
 	def, err := os.ReadFile(filepath.Join(root, imagenet))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(b, "1", "pipeline.pbtxt"), def, 0o644); err != nil {
-		return err
+	for name, cfg := range map[string]string{"preprocess_bytes": bytesConfig, "preprocess_mark": markConfig} {
+		b := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Join(b, "1"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(b, "1", "pipeline.pbtxt"), def, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(b, "config.pbtxt"), []byte(cfg), 0o644); err != nil {
+			return err
+		}
 	}
-	return os.WriteFile(filepath.Join(b, "config.pbtxt"), []byte(bytesConfig), 0o644)
+	return nil
 }
 
 // server starts the server once and returns its address per protocol, or
@@ -277,6 +294,16 @@ func TestInferTritonErrors(t *testing.T) {
 				if lines[1] != "sluice infer: "+missing+": no such file or directory" || lines[2] != "sluice infer: 2 of 3 image(s) failed" {
 					t.Fatalf("%s: %q", model, lines[1:])
 				}
+			}
+			// With image_errors "mark" the request succeeds; infer reads
+			// the cause from IMAGE_ERROR and reports the image the same way.
+			code, out, e := sluice("infer", "--url", addr[proto], "--protocol", proto, "--model", "preprocess_mark", broken, good)
+			if code != 1 || !strings.Contains(out, good+":\n") || !strings.Contains(out, "IMAGE_OK BOOL [1 1]  min 1 max 1") || strings.Contains(out, broken) {
+				t.Fatalf("preprocess_mark: code %d, stdout %q", code, out)
+			}
+			if lines := errLines(t, e, 2); !strings.HasPrefix(lines[0], "sluice infer: "+broken+": IMAGE element 0: truncated: decode: JPEG data ends early") ||
+				lines[1] != "sluice infer: 1 of 2 image(s) failed" {
+				t.Fatalf("preprocess_mark: %q", lines)
 			}
 			for _, tc := range []struct {
 				args []string
