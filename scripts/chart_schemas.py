@@ -101,8 +101,10 @@ def main():
     defs = json.loads(swagger.read_text())["definitions"]
     for name, file in CORE_KINDS.items():
         write(out, file, inline(defs, name))
-    crds = [json.loads((prom / "jsonnet/prometheus-operator" / f).read_text())
-            for f in ("servicemonitors-crd.json", "podmonitors-crd.json")]  # fmt: skip
+    crds = [
+        json.loads((prom / "jsonnet/prometheus-operator" / f).read_text())
+        for f in ("servicemonitors-crd.json", "podmonitors-crd.json")
+    ]
     crds.append(yaml.safe_load((keda / "config/crd/bases/keda.sh_scaledobjects.yaml").read_text()))
     for crd in crds:
         for name, schema in crd_schemas(crd):
