@@ -138,6 +138,12 @@ def test_runtime_stage(docker):
     assert any(want.search(c) for c in copies), f"no COPY of {backend_dir} to {TRITON_BACKENDS}: {copies}"
     assert any(re.fullmatch(r"model_repository/?\s+/models/?", c) for c in copies), copies
 
+    # The hardware JPEG decoder needs the driver's video capability.
+    caps = [e for e in final.instr("ENV") if re.match(r"NVIDIA_DRIVER_CAPABILITIES[=\s]", e)]
+    assert caps, "runtime stage sets no NVIDIA_DRIVER_CAPABILITIES (want compute,utility,video)"
+    value = re.split(r"[=\s]", caps[-1], maxsplit=1)[1].strip().strip('"')
+    assert value == "all" or {"compute", "utility", "video"} <= set(value.split(",")), value
+
     cmd = " ".join(final.instr("CMD"))
     assert "tritonserver" in cmd and "--model-repository=/models" in cmd, cmd
 
