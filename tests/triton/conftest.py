@@ -288,6 +288,19 @@ class Server:
                 return m.get("state", ""), m.get("reason", "")
         return None, None
 
+    def add_model(self, name, cfg, pipeline_text=None):
+        """A model folder in the server's repository copy: config.pbtxt cfg and
+        the given pipeline, or preprocess_imagenet's files. Returns the folder."""
+        d = self.repo / name
+        (d / "1").mkdir(parents=True, exist_ok=True)
+        if pipeline_text is None:
+            for f in (self.repo / "preprocess_imagenet" / "1").iterdir():
+                (d / "1" / f.name).write_bytes(f.read_bytes())
+        else:
+            (d / "1" / "pipeline.pbtxt").write_text(pipeline_text)
+        (d / "config.pbtxt").write_text(cfg)
+        return d
+
     def ensure_loaded(self, *names):
         for name in names:
             if not self.http.is_model_ready(name):

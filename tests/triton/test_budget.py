@@ -60,20 +60,6 @@ def config(name, max_batch_size, dims=(3, 224, 224), params=None):
     return "\n".join(lines) + "\n"
 
 
-def add_model(s, name, cfg, pipeline_text=None):
-    """A model folder in the server's repository copy: the given pipeline,
-    or preprocess_imagenet's files."""
-    d = s.repo / name
-    (d / "1").mkdir(parents=True, exist_ok=True)
-    if pipeline_text is None:
-        for f in (s.repo / IMAGENET / "1").iterdir():
-            (d / "1" / f.name).write_bytes(f.read_bytes())
-    else:
-        (d / "1" / "pipeline.pbtxt").write_text(pipeline_text)
-    (d / "config.pbtxt").write_text(cfg)
-    return d
-
-
 def invalid_arg(e):
     return e.status() in ("StatusCode.INVALID_ARGUMENT", "400")
 
@@ -116,7 +102,7 @@ def test_huge_static_output_fails_to_load(sluice_server):
     s = sluice_server
     name = "budget_huge_output"
     cfg = config(name, 64, dims=(3, 10000, 10000), params={"workers": "1"})
-    add_model(s, name, cfg, HUGE_PIPELINE)
+    s.add_model(name, cfg, HUGE_PIPELINE)
     parts = [
         f'node "resize" outputs 10000x10000 images (100000000 pixels), over max_image_pixels {PIXEL_LIMIT}',
         f"max_batch_size 64 × 1200000000 bytes of outputs per sample (PIXELS FP32 [3, 10000, 10000]) "
@@ -133,7 +119,7 @@ def test_max_batch_size_over_budget_fails_to_load(sluice_server):
     s = sluice_server
     name = "budget_max_batch"
     cfg = config(name, 2147483647, params={"workers": "1"})
-    add_model(s, name, cfg)
+    s.add_model(name, cfg)
     fits = BUDGET // SAMPLE
     parts = [
         f"max_batch_size 2147483647 × {SAMPLE} bytes of outputs per sample (PIXELS FP32 [3, 224, 224]) "
@@ -155,7 +141,7 @@ def test_requests_over_a_models_bounds(sluice_server):
     s = sluice_server
     name = "budget_just_under"
     max_bytes = 100000
-    add_model(s, name, config(name, 8, params={"max_batch_bytes": str(8 * SAMPLE), "max_image_bytes": str(max_bytes)}))
+    s.add_model(name, config(name, 8, params={"max_batch_bytes": str(8 * SAMPLE), "max_image_bytes": str(max_bytes)}))
     s.http.load_model(name)
     try:
         imgs = [synthetic_jpeg(160 + 16 * i, 120) for i in range(8)]

@@ -79,10 +79,7 @@ def normal(photos, reference):
 def hostile(sluice_models):
     """The server with DECODE loaded from a folder added to its repository copy."""
     s = sluice_models
-    d = s.repo / DECODE
-    (d / "1").mkdir(parents=True, exist_ok=True)
-    (d / "1" / "pipeline.pbtxt").write_text(DECODE_PIPELINE)
-    (d / "config.pbtxt").write_text(DECODE_CONFIG)
+    s.add_model(DECODE, DECODE_CONFIG, DECODE_PIPELINE)
     s.http.load_model(DECODE)
     yield s
     s.http.unload_model(DECODE)

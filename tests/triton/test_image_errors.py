@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from helpers import InferenceServerException, bytes_input, grpcclient, httpclient, infer, synthetic_jpeg
-from test_budget import add_model
 
 MARK = "image_errors_mark"
 DEFAULT = "image_errors_default"
@@ -34,7 +33,7 @@ def bytes_config(name, params):
 def models(sluice_models):
     s = sluice_models
     for name, params in ((MARK, {"image_errors": "mark"}), (DEFAULT, {})):
-        add_model(s, name, bytes_config(name, params))
+        s.add_model(name, bytes_config(name, params))
         s.http.load_model(name)
     yield s
     for name in (MARK, DEFAULT):

@@ -61,12 +61,7 @@ PROTOCOLS = [("grpc", grpcclient), ("http", httpclient)]
 def small(sluice_models):
     """The server with SMALL loaded from a folder added to its repository copy."""
     s = sluice_models
-    d = s.repo / SMALL
-    if not d.exists():
-        (d / "1").mkdir(parents=True)
-        for f in (s.repo / IMAGENET / "1").iterdir():
-            (d / "1" / f.name).write_bytes(f.read_bytes())
-        (d / "config.pbtxt").write_text(SMALL_CONFIG)
+    s.add_model(SMALL, SMALL_CONFIG)
     s.http.load_model(SMALL)
     yield s
     s.http.unload_model(SMALL)
