@@ -63,10 +63,6 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	case "KIND_CPU", "KIND_AUTO", "KIND_MODEL":
 	case "KIND_GPU":
 		execKind, outDevice = executor.KindGPU, device
-		if m.Params.MarkImageErrors {
-			// Host outputs, where a failed image's can be cleared.
-			outDevice = -1
-		}
 	default:
 		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("instance %s: unknown kind %q: use KIND_CPU or KIND_GPU", name, kind)}
 	}

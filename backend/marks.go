@@ -21,9 +21,9 @@ type marker struct {
 	msgs  []string // per image of the request being marked
 }
 
-// mark answers request r despite failed images: their outputs (host
-// memory, see NewInstance) are cleared, and IMAGE_OK and IMAGE_ERROR say
-// which failed and why, in the words a failed request would have had.
+// mark answers request r despite failed images: their outputs are zero
+// (the executor's doing), and IMAGE_OK and IMAGE_ERROR say which failed
+// and why, in the words a failed request would have had.
 func (inst *Instance) mark(resp Response, r *reqState) error {
 	m := &inst.marks
 	m.msgs = zeroed(m.msgs, r.n)
@@ -31,9 +31,6 @@ func (inst *Instance) mark(resp Response, r *reqState) error {
 	for k := range r.n {
 		if err := inst.sample[r.start+k]; err != nil {
 			m.msgs[k] = inst.blame.sampleMessage(k, err)
-			for o := range inst.resp.dst {
-				clear(inst.resp.dst[o][r.start+k].Host)
-			}
 		}
 		size += 4 + len(m.msgs[k])
 	}

@@ -20,10 +20,11 @@ type Executor interface {
 	// RunInto processes one batch: in[i][s] is the encoded bytes of
 	// pipeline input i for sample s, dst[o][s] is where sample s of
 	// output o goes (SampleBytes(o) bytes), written once, and errs[s]
-	// gets the sample's error: nil, or a *SampleError. What a failed
-	// sample's destinations hold is undefined. The error return is for a
-	// malformed call (counts, sizes, a destination the executor cannot
-	// write) or a failure of the executor itself, not of a sample.
+	// gets the sample's error: nil, or a *SampleError, and then its
+	// destinations are zero (image_errors "mark" answers with them, and
+	// no earlier request's bytes may show through). The error return is
+	// for a malformed call (counts, sizes, a destination the executor
+	// cannot write) or a failure of the executor itself, not of a sample.
 	RunInto(in [][][]byte, dst [][]Dest, errs []error) error
 	// Steps are the parts of the work Stats times, in order.
 	Steps() []Step
@@ -237,17 +238,7 @@ func Run(x Executor, in [][][]byte, r *Result) error {
 	}
 	r.Errs = grow(r.Errs, n)
 	clear(r.Errs)
-	if err := x.RunInto(in, r.dst, r.Errs); err != nil {
-		return err
-	}
-	for s, err := range r.Errs {
-		if err != nil {
-			for _, d := range r.dst {
-				clear(d[s].Host)
-			}
-		}
-	}
-	return nil
+	return x.RunInto(in, r.dst, r.Errs)
 }
 
 // grow returns s with length n, reusing its array when large enough.

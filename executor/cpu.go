@@ -229,6 +229,11 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 		if p := recover(); p != nil {
 			err = &SampleError{Index: s, Node: node, Err: fmt.Errorf("internal error: %v\n%s", p, debug.Stack())}
 		}
+		if err != nil {
+			for o := range b.dst {
+				clear(b.dst[o][s].Host)
+			}
+		}
 		w.unbind()
 		w.trim(ops.RetainBytes)
 	}()

@@ -328,7 +328,7 @@ func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
 
 // RunInto is executor.Executor's: the kernel writes device destinations
 // in place and host ones through a staging copy. A failed sample's
-// destinations are left as they were.
+// destinations are zeroed.
 func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -381,6 +381,32 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 			return err
 		}
 		start = end
+	}
+	return e.zeroFailed(b)
+}
+
+// zeroFailed zeroes the destinations of the samples that failed, as
+// executor.Executor promises.
+func (e *Executor) zeroFailed(b *batch) error {
+	queued := false
+	for s, err := range b.errs {
+		if err == nil {
+			continue
+		}
+		for o := range b.dst {
+			d := b.dst[o][s]
+			if d.Dev == 0 {
+				clear(d.Host)
+				continue
+			}
+			if err := cuda.MemsetD8Async(cuda.DevicePtr(d.Dev), 0, e.sampleBytes[o], e.main); err != nil {
+				return err
+			}
+			queued = true
+		}
+	}
+	if queued {
+		return e.main.Synchronize()
 	}
 	return nil
 }
