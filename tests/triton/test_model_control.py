@@ -158,20 +158,32 @@ def test_load_unload_does_not_leak(sluice_server, photos, request):
 
     for _ in range(WARMUP):  # allocator pools, Go heap, Triton's own caches
         cycle()
-    rss = []
-    t0 = time.monotonic()
-    for _ in range(CYCLES):
-        cycle()
-        rss.append(s.rss_kb())
-    took = time.monotonic() - t0
-    slope_kb = float(np.polyfit(np.arange(CYCLES), rss, 1)[0])
-    line = (
-        f"VmRSS over {CYCLES} load/unload cycles ({took:.1f}s), after {WARMUP} warm-up cycles: "
-        f"slope {slope_kb:+.1f} kB/cycle (bound {SLOPE_BOUND_KB}), {rss[0] / 1024:.1f} -> {rss[-1] / 1024:.1f} MB, "
-        f"min {min(rss) / 1024:.1f}, max {max(rss) / 1024:.1f}"
-    )
-    print(line)
-    say(request.config, "\n" + line)
+
+    def window():
+        rss = []
+        t0 = time.monotonic()
+        for _ in range(CYCLES):
+            cycle()
+            rss.append(s.rss_kb())
+        took = time.monotonic() - t0
+        slope_kb = float(np.polyfit(np.arange(CYCLES), rss, 1)[0])
+        line = (
+            f"VmRSS over {CYCLES} load/unload cycles ({took:.1f}s), after {WARMUP} warm-up cycles: "
+            f"slope {slope_kb:+.1f} kB/cycle (bound {SLOPE_BOUND_KB}), {rss[0] / 1024:.1f} -> {rss[-1] / 1024:.1f} MB, "
+            f"min {min(rss) / 1024:.1f}, max {max(rss) / 1024:.1f}"
+        )
+        print(line)
+        say(request.config, "\n" + line)
+        return slope_kb, line
+
+    # A leak grows every window; memory that earlier tests left to be
+    # returned (the buffer pool drains 5 s after use, FreeOSMemory runs at
+    # most every 10 s) can move one window: seen once in CI after the
+    # hostile suite, +216 kB/cycle, where this test alone measures +25..+53.
+    # So a second window judges a first one over the bound.
+    slope_kb, line = window()
+    if slope_kb >= SLOPE_BOUND_KB:
+        slope_kb, line = window()
     assert slope_kb < SLOPE_BOUND_KB, line
     # Unloading preprocess_imagenet unloads the ensemble that uses it, and
     # loading it loads the ensemble again: it serves.
