@@ -36,8 +36,12 @@ var newRunner = cudaRunner
 // makes a stream, all released at the test's end; it skips the test
 // without a GPU.
 func cudaSetup(t *testing.T) (*cuda.Context, *kernels.Fused, cuda.Stream) {
+	return cudaSetupWith(t, kernels.LoadFused)
+}
+
+func cudaSetupWith(t *testing.T, load func() (*kernels.Fused, error)) (*cuda.Context, *kernels.Fused, cuda.Stream) {
 	ctx := gputest.Context(t)
-	f, err := kernels.LoadFused()
+	f, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +95,10 @@ func onDevice(t *testing.T, ctx *cuda.Context, st cuda.Stream) (upload func([]by
 	return upload, done
 }
 
-func cudaRunner(t *testing.T) runner {
-	ctx, f, st := cudaSetup(t)
+func cudaRunner(t *testing.T) runner { return cudaRunnerWith(t, kernels.LoadFused) }
+
+func cudaRunnerWith(t *testing.T, load func() (*kernels.Fused, error)) runner {
+	ctx, f, st := cudaSetupWith(t, load)
 	return func(t *testing.T, imgs [][]byte, samples []kernels.Sample, p kernels.Params) [][]byte {
 		t.Helper()
 		upload, done := onDevice(t, ctx, st)
@@ -438,6 +444,44 @@ func TestFusedBatch(t *testing.T) {
 				t.Fatalf("copied sample: channel %d pixel %d is %v, want %d", k, i, v[k*120*90+i], big[i*3+k])
 			}
 		}
+	}
+}
+
+// TestCubinMatchesPTX runs every case through the sm_90 cubin and through
+// the JIT-compiled PTX, which other GPUs load: the same sources must give
+// the same bytes both ways.
+func TestCubinMatchesPTX(t *testing.T) {
+	cubin := cudaRunner(t)
+	probe, err := kernels.LoadFused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromCubin := probe.FromCubin()
+	if err := probe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !fromCubin {
+		t.Skip("this GPU is not sm_90 (or SLUICE_KERNELS=ptx): it runs the PTX, which the other tests cover")
+	}
+	jit := cudaRunnerWith(t, kernels.LoadFusedPTX)
+	for i, c := range fusedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			stored := testImage(c.h, c.w, uint64(i))
+			uh, uw := codec.OrientedDims(c.h, c.w, c.orient)
+			s := c.sample(uh, uw)
+			s.SrcH, s.SrcW, s.SrcPitch, s.SrcC, s.Orient = int32(c.h), int32(c.w), int32(c.w*3), 3, int32(c.orient)
+			a := cubin(t, [][]byte{stored}, []kernels.Sample{s}, c.p)[0]
+			b := jit(t, [][]byte{stored}, []kernels.Sample{s}, c.p)[0]
+			if !bytes.Equal(a, b) {
+				n := 0
+				for k := range a {
+					if a[k] != b[k] {
+						n++
+					}
+				}
+				t.Errorf("cubin and PTX outputs differ in %d of %d bytes", n, len(a))
+			}
+		})
 	}
 }
 

@@ -4,14 +4,16 @@
 // output tensor (orientation, crop window, Pillow's resampling, letterbox
 // placement, channel selection, normalisation, output type and layout).
 // The kernels are kernels/fused.cu,
-// compiled to PTX by `make ptx` and embedded, so the binary needs nothing
-// from CUDA at build time; the driver JIT-compiles it for the GPU at hand.
+// compiled by `make ptx` to PTX, which the driver JIT-compiles for the GPU at
+// hand, and to an sm_90 cubin (H100, H200), which loads there without the
+// JIT; both are embedded, so the binary needs nothing from CUDA at build time.
 package kernels
 
 import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"unsafe"
 
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -22,6 +24,13 @@ import (
 //
 //go:embed sluice.ptx
 var PTX []byte
+
+// Cubin is kernels/sluice_sm90.cubin, the same sources compiled for sm_90 by
+// make ptx; kernels/sluice_sm90.cubin.sha256 records the sources' hash and
+// its own (a test checks both).
+//
+//go:embed sluice_sm90.cubin
+var Cubin []byte
 
 // Sample is one image of a batch, the kernel's struct sluice_sample: the
 // layouts must match byte for byte (a test compares them with the
@@ -175,17 +184,37 @@ func (p *Params) Check() error {
 // Fused is the loaded kernel, in the context that was current at
 // LoadFused.
 type Fused struct {
-	mod *cuda.Module
-	fn  cuda.Function
-	ycc cuda.Function // sluice_ycc
+	mod   *cuda.Module
+	fn    cuda.Function
+	ycc   cuda.Function // sluice_ycc
+	cubin bool
 }
 
-// LoadFused loads the PTX into the current context (the caller's OS thread
-// must have it current) and finds its kernels.
+// LoadFused loads the kernels into the current context (the caller's OS
+// thread must have it current): the sm_90 cubin where the device runs it,
+// else the PTX, JIT-compiled. The cubin spares the JIT's time at load and
+// gives the code that was tested; a device of another architecture refuses
+// it (no binary for this GPU), and SLUICE_KERNELS=ptx skips it.
 func LoadFused() (*Fused, error) {
-	m, err := cuda.LoadModule(PTX)
+	if os.Getenv("SLUICE_KERNELS") != "ptx" {
+		if f, err := load(Cubin, "the sm_90 cubin"); err == nil {
+			f.cubin = true
+			return f, nil
+		}
+	}
+	return LoadFusedPTX()
+}
+
+// LoadFusedPTX loads the PTX alone, JIT-compiled for the current device.
+func LoadFusedPTX() (*Fused, error) { return load(PTX, "the PTX") }
+
+// FromCubin reports whether f runs the sm_90 cubin rather than the PTX.
+func (f *Fused) FromCubin() bool { return f.cubin }
+
+func load(image []byte, what string) (*Fused, error) {
+	m, err := cuda.LoadModule(image)
 	if err != nil {
-		return nil, fmt.Errorf("kernels: loading the PTX: %w", err)
+		return nil, fmt.Errorf("kernels: loading %s: %w", what, err)
 	}
 	fn, err := m.Function("sluice_fused")
 	if err != nil {

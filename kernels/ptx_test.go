@@ -56,6 +56,29 @@ func TestPTXCurrent(t *testing.T) {
 	}
 }
 
+func TestCubinCurrent(t *testing.T) {
+	side, err := os.ReadFile("sluice_sm90.cubin.sha256")
+	if err != nil {
+		t.Fatalf("%v: run make ptx", err)
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(side)), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		fields[k] = v
+	}
+	if want := sourceHash(t); fields["sluice-source-sha256"] != want {
+		t.Errorf("kernels/sluice_sm90.cubin is stale against kernels/*.cu: run make ptx (built from %q, sources are %s)", fields["sluice-source-sha256"], want)
+	}
+	sum := sha256.Sum256(Cubin)
+	if got := hex.EncodeToString(sum[:]); fields["cubin-sha256"] != got {
+		t.Errorf("kernels/sluice_sm90.cubin.sha256 names cubin %q, the embedded one is %s: run make ptx", fields["cubin-sha256"], got)
+	}
+	// An ELF image for the GPU (EM_CUDA, 190), not text.
+	if len(Cubin) < 20 || string(Cubin[:4]) != "\x7fELF" || Cubin[18] != 190 {
+		t.Errorf("kernels/sluice_sm90.cubin is not a CUDA ELF image")
+	}
+}
+
 func TestPTXEntryAndTarget(t *testing.T) {
 	for _, name := range []string{"sluice_fused", "sluice_ycc"} {
 		if !regexp.MustCompile(`(?m)^\.visible \.entry ` + name + `\(`).Match(PTX) {

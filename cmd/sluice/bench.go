@@ -11,10 +11,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -97,6 +97,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	dur := fs.Duration("duration", 5*time.Second, "how long to measure, after one warm-up pass")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured part to this file")
+	memProfile := fs.String("memprofile", "", "write the measured part's allocations (every one, so slower) to this file")
 	hostOut := fs.Bool("host-out", false, "with --gpu: copy outputs to host memory (default: keep them on the GPU)")
 	instances := fs.Int("instances", 1, "executors running batches at once (as a Triton instance count)")
 	pos, err := parse(fs, args, stderr)
@@ -150,6 +151,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		// Every allocation sampled, so the profile counts them exactly.
+		runtime.MemProfileRate = 1
+	}
 	var before executor.Stats
 	insts[0].e.Stats(&before)
 	runtime.ReadMemStats(&ms0)
@@ -175,6 +180,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
+	if *memProfile != "" {
+		if err := writeAllocProfile(*memProfile); err != nil {
+			return err
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -217,7 +227,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// readImages loads every .jpg, .jpeg and .png file directly in dir.
+// writeAllocProfile writes the allocations made since MemProfileRate was
+// set to 1 (go tool pprof -sample_index=alloc_objects).
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile reports allocations up to the last GC
+	err = pprof.Lookup("allocs").WriteTo(f, 0)
+	return errors.Join(err, f.Close())
+}
+
+// readImages loads every file directly in dir that a registered format
+// recognises by its content (names do not count, as on a server).
 func readImages(dir string) ([][]byte, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -225,19 +248,22 @@ func readImages(dir string) ([][]byte, error) {
 	}
 	var imgs [][]byte
 	for _, ent := range ents {
-		switch strings.ToLower(filepath.Ext(ent.Name())) {
-		case ".jpg", ".jpeg", ".png":
-		default:
+		// Links count as what they point to (benchmarks link a
+		// corpus's files into folders by kind).
+		name := filepath.Join(dir, ent.Name())
+		if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		b, err := os.ReadFile(name)
 		if err != nil {
 			return nil, err
 		}
-		imgs = append(imgs, b)
+		if codec.Sniff(b) != "" {
+			imgs = append(imgs, b)
+		}
 	}
 	if len(imgs) == 0 {
-		return nil, fmt.Errorf("no .jpg, .jpeg or .png files in %s", dir)
+		return nil, fmt.Errorf("no image files in %s", dir)
 	}
 	return imgs, nil
 }

@@ -153,7 +153,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"run", "--out", dir, "x.jpg"}, 1, "--pipeline is required"},
 		{[]string{"run", "--pipeline", repoFile(t, imagenet), "x.jpg"}, 1, "--out DIR is required"},
 		{[]string{"run", "--pipeline", repoFile(t, imagenet), "--out", dir, "a/x.jpg", "b/x.png"}, 1, "would both write x.*.npy"},
-		{[]string{"bench", "--pipeline", repoFile(t, imagenet), dir}, 1, "no .jpg, .jpeg or .png files"},
+		{[]string{"bench", "--pipeline", repoFile(t, imagenet), dir}, 1, "no image files in"},
 		{[]string{"run", "--workers", "many"}, 1, "invalid value"},
 	} {
 		code, _, e := sluice(tc.args...)
@@ -180,5 +180,28 @@ func TestCommittedCompactFormsAreFresh(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: model.sluice is missing or stale (%v): run make compact", filepath.Dir(text), err)
 		}
+	}
+}
+
+// TestReadImages: bench reads images by content, through links (the GPU
+// benchmark links corpus files into folders by kind), and skips the rest.
+func TestReadImages(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	jpg := filepath.Join(src, "a.bin")
+	if err := os.WriteFile(jpg, testimg.JPEG(8, 8, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(jpg, filepath.Join(dir, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not an image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := readImages(dir)
+	if err != nil || len(imgs) != 1 {
+		t.Fatalf("readImages: %d images, %v; want the linked JPEG alone", len(imgs), err)
 	}
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,8 @@ var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
 
 // route picks the decoder for a sample whose header was read: nvJPEG's
 // batched decoders for Huffman-coded sequential JPEGs and its decoupled one
-// for progressive JPEGs, where the chroma layout is one libjpeg's
+// for progressive JPEGs and for large sequential ones the engines do not
+// take, where the chroma layout is one libjpeg's
 // upsampling (which the conversion kernel follows) covers; the CPU for the
 // rest. Every
 // path writes interleaved RGB, but for a PNG's alpha when the pipeline
@@ -135,6 +137,14 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 		smp.hw = path == PathHybrid && e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
+	}
+	// A large image the engines do not take: the batched hybrid decoder
+	// decodes Huffman codes on the one thread that calls it, one image
+	// after another, while the decoupled one spreads such images over
+	// every CPU worker (measured: 4-megapixel greyscale photos, 328 img/s
+	// batched).
+	if path == PathHybrid && !smp.hw && w.huff != nil && smp.w*smp.h > gpuHuffmanPixels {
+		path = PathCPUHuffman
 	}
 	smp.path, smp.sub = path, info.Subsampling
 }
@@ -311,6 +321,11 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 		return
 	}
 	gray := e.chain.color == ops.Gray
+	// Largest first: workers take images in list order, and a large photo
+	// started last would hold the batch up while the others idle.
+	slices.SortStableFunc(list, func(a, b int) int {
+		return e.samples[b].w*e.samples[b].h - e.samples[a].w*e.samples[a].h
+	})
 	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
 		smp := &e.samples[s]
@@ -359,8 +374,8 @@ func (e *Executor) parallel(n int, fn func(w *cpuWorker, z *sizer, i int)) {
 				return
 			}
 			defer unbind()
-			w := e.svc.free.get()
-			defer e.svc.free.put(w)
+			w := e.svc.getWorker()
+			defer e.svc.putWorker(w)
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				fn(w, z, i)
 			}

@@ -17,6 +17,10 @@ type cpuWorker struct {
 	huff   *huffState // nil without the decoupled decoder
 	stream cuda.Stream
 	pinned []byte
+	// grown is the most scratch an image over ops.RetainBytes made the
+	// worker hold since its last trim (0: none), which the service's
+	// idle sweep lets go of.
+	grown int
 }
 
 func newCPUWorker(hw *jpegPath, huff *huffman) (*cpuWorker, error) {
@@ -104,7 +108,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
-	defer w.trim(smp.h * smp.w * 4)
+	w.held(smp.h * smp.w * 4)
 	if len(w.pinned) < n {
 		if w.pinned != nil {
 			cuda.MemFreeHost(w.pinned)
@@ -123,13 +127,22 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	return w.stream.Synchronize()
 }
 
-// trim lets go of what an image of up to held bytes of scratch grew, when
-// that is over ops.RetainBytes: the pinned buffer (pinning is slow, but so
-// is decoding such an image on the CPU) and the decoder's scratch (CMYK
-// samples, at most 4 bytes a pixel). Kept, they would be held per core for
-// as long as the model stays loaded.
-func (w *cpuWorker) trim(held int) {
-	if held <= ops.RetainBytes {
+// held notes that an image made the worker hold up to n bytes of scratch:
+// the pinned buffer and the decoder's (CMYK samples, at most 4 bytes a
+// pixel), or nvJPEG's decoupled state.
+func (w *cpuWorker) held(n int) {
+	if n > ops.RetainBytes {
+		w.grown = max(w.grown, n)
+	}
+}
+
+// trim lets go of what images over ops.RetainBytes grew: the pinned buffer,
+// the decoder's scratch and the decoupled states. Kept, they would be held
+// per core for as long as the model stays loaded; the service calls it once
+// the GPU has been idle a while (see service.sweep), since freeing and
+// pinning them again for every large photo costs more than its decode.
+func (w *cpuWorker) trim() {
+	if w.grown == 0 {
 		return
 	}
 	if len(w.pinned) > ops.RetainBytes {
@@ -137,7 +150,9 @@ func (w *cpuWorker) trim(held int) {
 	}
 	w.dec.Close()
 	w.dec = codec.NewDecoder()
-	reclaim.Released(held)
+	w.huff.renew()
+	reclaim.Released(w.grown)
+	w.grown = 0
 }
 
 func (w *cpuWorker) freePinned() {

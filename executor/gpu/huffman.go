@@ -6,7 +6,6 @@ import (
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
-	"github.com/sluice-dev/sluice/ops"
 )
 
 // huffman is nvJPEG's decoupled decoders for progressive JPEGs, which no
@@ -78,6 +77,25 @@ func (hf *huffman) newState() (*huffState, error) {
 	return s, nil
 }
 
+// renew swaps the states for new ones, which let go of the buffers the
+// old ones grew (nvJPEG's only grow); a state that cannot be made keeps
+// its old one.
+func (s *huffState) renew() {
+	if s == nil {
+		return
+	}
+	if n, err := s.hf.dec.NewState(nvjpeg.OutputYUV); err == nil {
+		s.st.Close()
+		s.st = n
+	}
+	if s.gpu != nil {
+		if n, err := s.hf.gpuDec.NewState(nvjpeg.OutputYUV); err == nil {
+			s.gpu.Close()
+			s.gpu = n
+		}
+	}
+}
+
 func (s *huffState) close() {
 	if s == nil {
 		return
@@ -94,16 +112,15 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	s := w.huff
 	s.conv.reset()
 	img := s.conv.planes(smp, base, gray)
-	st, dec := &s.st, s.hf.dec
+	st := s.st
 	if s.gpu != nil && smp.w*smp.h > gpuHuffmanPixels {
-		st, dec = &s.gpu, s.hf.gpuDec
+		st = s.gpu
 	}
-	err := (*st).Decode(smp.src, &img, w.stream)
-	if err != nil && *st == s.gpu {
+	err := st.Decode(smp.src, &img, w.stream)
+	if err != nil && st == s.gpu {
 		// Not every stream suits the GPU's Huffman decoding: the CPU's
 		// then, on the other state.
-		st, dec = &s.st, s.hf.dec
-		err = (*st).Decode(smp.src, &img, w.stream)
+		err = s.st.Decode(smp.src, &img, w.stream)
 	}
 	if err == nil {
 		err = s.conv.launch(f, w.stream)
@@ -111,12 +128,6 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	if serr := w.stream.Synchronize(); err == nil {
 		err = serr
 	}
-	if smp.w*smp.h*3 > ops.RetainBytes {
-		// nvJPEG's buffers only grow: a large image's go with a new state.
-		if n, nerr := dec.NewState(nvjpeg.OutputYUV); nerr == nil {
-			(*st).Close()
-			*st = n
-		}
-	}
+	w.held(smp.w * smp.h * 3)
 	return err
 }

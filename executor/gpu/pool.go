@@ -48,3 +48,13 @@ func (p *pool[T]) put(x T) {
 	p.mu.Unlock()
 	p.free <- struct{}{}
 }
+
+// each calls fn on every item that is free now, holding them back from
+// get until it is done.
+func (p *pool[T]) each(fn func(T)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range p.items {
+		fn(x)
+	}
+}

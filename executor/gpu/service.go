@@ -3,6 +3,9 @@ package gpu
 import (
 	"runtime"
 	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/kernels/cuda"
 )
 
 // service is one GPU's decoders, shared by every executor on that GPU: the
@@ -20,7 +23,20 @@ type service struct {
 	huff *huffman
 	cpu  []*cpuWorker
 	free *pool[*cpuWorker]
+
+	// The idle sweep (sweep): mu orders it against close.
+	mu      sync.Mutex
+	closed  bool
+	armed   bool      // a sweep is scheduled
+	lastPut time.Time // when a worker last came back
 }
+
+// idleRelease is how long a GPU's decoders must have been idle before the
+// scratch that large images grew is freed. Freeing it after each image
+// instead (pinned buffers, nvJPEG's decoupled states: cudaFreeHost and
+// cudaFree synchronise the device, and pinning is slow) cost more than
+// decoding the large photos themselves.
+const idleRelease = 2 * time.Second
 
 var services = struct {
 	sync.Mutex
@@ -84,7 +100,53 @@ func newService(dev int) (s *service, err error) {
 	return s, nil
 }
 
+// getWorker waits for a CPU worker; putWorker returns it.
+func (s *service) getWorker() *cpuWorker { return s.free.get() }
+
+func (s *service) putWorker(w *cpuWorker) {
+	if w.grown > 0 {
+		s.mu.Lock()
+		s.lastPut = time.Now()
+		if !s.armed {
+			s.armed = true
+			time.AfterFunc(idleRelease, s.sweep)
+		}
+		s.mu.Unlock()
+	}
+	s.free.put(w)
+}
+
+// sweep trims the workers that hold large scratch once no worker has come
+// back for idleRelease; workers busy then are left for the next sweep.
+func (s *service) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if wait := time.Until(s.lastPut.Add(idleRelease)); wait > 0 {
+		time.AfterFunc(wait, s.sweep)
+		return
+	}
+	s.armed = false
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx, err := cuda.RetainPrimary(s.dev)
+	if err != nil {
+		return
+	}
+	defer ctx.Release()
+	if ctx.SetCurrent() != nil {
+		return
+	}
+	// A worker busy now arms the next sweep when it comes back.
+	s.free.each((*cpuWorker).trim)
+}
+
 func (s *service) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	for _, w := range s.cpu {
 		w.close()
 	}

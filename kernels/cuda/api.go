@@ -368,16 +368,17 @@ type Module struct {
 	h uintptr
 }
 
-// LoadModule JIT-compiles PTX for the current context's device. A compile failure's error
-// carries the JIT's log, which says what is wrong and where; the bare CUresult does not.
+// LoadModule loads a module image into the current context: PTX, which it JIT-compiles
+// for the context's device, or a cubin or fatbin. A compile failure's error carries the
+// JIT's log, which says what is wrong and where; the bare CUresult does not.
 func LoadModule(ptx []byte) (*Module, error) {
 	if len(ptx) == 0 {
-		return nil, errors.New("cuModuleLoadDataEx: empty PTX")
+		return nil, errors.New("cuModuleLoadDataEx: empty module image")
 	}
 	if err := ready(); err != nil {
 		return nil, err
 	}
-	// The driver reads the image as a C string.
+	// The driver reads PTX as a C string (a cubin's ELF header gives its size).
 	img := ptx
 	if img[len(img)-1] != 0 {
 		img = make([]byte, len(ptx)+1)
