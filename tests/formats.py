@@ -239,3 +239,81 @@ def pillow_pixels(path, color):
     else:
         a = np.asarray(im.convert("RGBA"))
     return a[:, :, [2, 1, 0, 3][: a.shape[2]]] if color.startswith("BGR") else a
+
+
+# ------------------------------------------------------------------ tiled TIFF
+
+
+def tiled_tiff(im, tile=16, deflate=False):
+    """im (RGB) as a little-endian tiled TIFF, uncompressed or Deflate
+    (zlib): Pillow 13 does not write tiles, but reads them."""
+    import zlib
+
+    a = np.asarray(im.convert("RGB"))
+    h, w = a.shape[:2]
+    tiles = []
+    for ty in range(0, h, tile):
+        for tx in range(0, w, tile):
+            t = np.zeros((tile, tile, 3), np.uint8)  # edge tiles are padded
+            part = a[ty : ty + tile, tx : tx + tile]
+            t[: part.shape[0], : part.shape[1]] = part
+            tiles.append(zlib.compress(t.tobytes()) if deflate else t.tobytes())
+    n = len(tiles)
+    entries = 10
+    ifd_at = 8
+    extra_at = ifd_at + 2 + 12 * entries + 4  # arrays after the IFD
+    bps_at = extra_at
+    offsets_at = bps_at + 6
+    counts_at = offsets_at + 4 * n
+    data_at = counts_at + 4 * n
+    offsets, pos = [], data_at
+    for t in tiles:
+        offsets.append(pos)
+        pos += len(t)
+
+    def entry(tag, typ, count, value):
+        return struct.pack("<HHI", tag, typ, count) + (
+            struct.pack("<HH", value, 0) if typ == 3 and count == 1 else struct.pack("<I", value)
+        )
+
+    ifd = struct.pack("<H", entries) + b"".join(
+        [
+            entry(256, 4, 1, w),
+            entry(257, 4, 1, h),
+            entry(258, 3, 3, bps_at),
+            entry(259, 3, 1, 8 if deflate else 1),
+            entry(262, 3, 1, 2),
+            entry(277, 3, 1, 3),
+            entry(322, 3, 1, tile),
+            entry(323, 3, 1, tile),
+            entry(324, 4, n, offsets_at) if n > 1 else entry(324, 4, 1, offsets[0]),
+            entry(325, 4, n, counts_at) if n > 1 else entry(325, 4, 1, len(tiles[0])),
+        ]
+    ) + struct.pack("<I", 0)
+    body = struct.pack("<HHH", 8, 8, 8) + struct.pack(f"<{n}I", *offsets) + struct.pack(f"<{n}I", *map(len, tiles))
+    return b"II*\0" + struct.pack("<I", ifd_at) + ifd + body + b"".join(tiles)
+
+
+# ------------------------------------------------------------------ the ImageNet pipeline over Pillow
+
+
+MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+STD = np.array([0.229, 0.224, 0.225], np.float32)
+
+
+def imagenet_crop(rgb):
+    """preprocess_imagenet's resize (shorter side 256, bilinear, Pillow's
+    antialiasing) and centre crop 224 of an RGB uint8 array, with Pillow."""
+    h, w = rgb.shape[:2]
+    if w <= h:
+        nw, nh = 256, int(256 * h / w)
+    else:
+        nh, nw = 256, int(256 * w / h)
+    r = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.BILINEAR))
+    top, left = int(round((nh - 224) / 2.0)), int(round((nw - 224) / 2.0))
+    return r[top : top + 224, left : left + 224]
+
+
+def pixels_of_tensor(t):
+    """The uint8 HWC image a normalized CHW float32 tensor came from."""
+    return np.rint((t * STD[:, None, None] + MEAN[:, None, None]) * 255).transpose(1, 2, 0)
