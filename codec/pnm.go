@@ -1,6 +1,9 @@
 package codec
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // PNM (Netpbm) decoding: PBM, PGM and PPM, plain (P1-P3, ASCII) and raw
 // (P4-P6), maxval 1 to 65535, written to agree with Pillow 13's
@@ -168,7 +171,7 @@ func (t *pnmTokens) next() (v int, ok bool, err error) {
 			}
 			v = 10*v + int(c-'0')
 		default:
-			return 0, false, pnmErr(Corrupt, "PNM has %q where a number should be", c)
+			return 0, false, pnmErr(Corrupt, "PNM has %s where a number should be", byteName(c))
 		}
 	}
 	if t.i > len(t.src) {
@@ -205,10 +208,18 @@ func (t *pnmTokens) bit() (byte, error) {
 		case c == '1':
 			return 0, nil
 		default:
-			return 0, pnmErr(Corrupt, "PNM bitmap has %q where 0 or 1 should be", c)
+			return 0, pnmErr(Corrupt, "PNM bitmap has %s where 0 or 1 should be", byteName(c))
 		}
 	}
 	return 0, pnmErr(Truncated, "PNM data ends early")
+}
+
+// byteName quotes a printable ASCII byte, else gives its value.
+func byteName(c byte) string {
+	if c >= ' ' && c <= '~' {
+		return fmt.Sprintf("%q", c)
+	}
+	return fmt.Sprintf("byte %#02x", c)
 }
 
 func (d *pnmDecoder) Decode(dst, src []byte, h Header, o Options) error {
