@@ -65,7 +65,8 @@ type bmpInfo struct {
 	off      int // first byte of the pixel array
 	stride   int // bytes per stored row, uncompressed
 	masks    [4]uint32
-	alpha    bool // the alpha mask is used
+	alpha    bool     // the alpha mask is used
+	fields   [4]field // from masks, for 16 to 32-bit pixels
 	lut      [256][4]byte
 	palColor bool // palette entries are read (bpp <= 8)
 }
@@ -118,6 +119,11 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 	pos := 14 + hsize // where the masks or the palette start
 	if err := b.layout(src, hd, &pos); err != nil {
 		return err
+	}
+	if b.bpp > 8 {
+		for i, m := range b.masks {
+			b.fields[i].set(m)
+		}
 	}
 	colors := 0
 	if b.bpp <= 8 {
@@ -306,61 +312,83 @@ func (b *bmpInfo) unpackRow(row, s []byte) {
 			copy(row[4*x:4*x+4], b.lut[i][:])
 		}
 		return
-	case 24:
-		if b.masks == [4]uint32{0xFF0000, 0xFF00, 0xFF, 0} {
-			for x := 0; x < w; x++ {
-				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = s[3*x+2], s[3*x+1], s[3*x], 0xFF
-			}
-			return
-		}
-	case 32:
-		if b.masks == [4]uint32{0xFF0000, 0xFF00, 0xFF, 0} {
-			for x := 0; x < w; x++ {
-				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = s[4*x+2], s[4*x+1], s[4*x], 0xFF
-			}
-			return
-		}
-	}
-	var f [4]field
-	for i, m := range b.masks {
-		f[i] = newField(m)
-	}
-	if !b.alpha {
-		f[3] = field{}
 	}
 	bpp := b.bpp / 8
+	if at, ok := b.byteFields(); ok {
+		// Every field is one whole byte (BGR, BGRX, BGRA, RGBA, ...).
+		for x := 0; x < w; x++ {
+			p := s[bpp*x : bpp*x+bpp : bpp*x+bpp]
+			r := row[4*x : 4*x+4 : 4*x+4]
+			r[0], r[1], r[2], r[3] = p[at[0]], p[at[1]], p[at[2]], 0xFF
+			if at[3] >= 0 {
+				r[3] = p[at[3]]
+			}
+		}
+		return
+	}
+	f := &b.fields
 	for x := 0; x < w; x++ {
 		var v uint32
 		for k := bpp - 1; k >= 0; k-- {
 			v = v<<8 | uint32(s[bpp*x+k])
 		}
 		r := row[4*x : 4*x+4 : 4*x+4]
-		r[0], r[1], r[2] = f[0].get(v), f[1].get(v), f[2].get(v)
-		r[3] = 0xFF
+		r[0], r[1], r[2], r[3] = f[0].get(v), f[1].get(v), f[2].get(v), 0xFF
 		if b.alpha {
 			r[3] = f[3].get(v)
 		}
 	}
 }
 
-// field extracts one bitfield and scales it to 8 bits.
+// byteFields reports where each channel's byte is in a pixel when every
+// mask is a whole byte (-1: no alpha).
+func (b *bmpInfo) byteFields() (at [4]int, ok bool) {
+	for i, m := range b.masks {
+		at[i] = -1
+		if m == 0 && (i == 3 || b.bpp == 16) {
+			continue
+		}
+		k := bits.TrailingZeros32(m) / 8
+		if m != 0xFF<<(8*k) || 8*k >= b.bpp {
+			return at, false
+		}
+		at[i] = k
+	}
+	if !b.alpha {
+		at[3] = -1
+	}
+	return at, at[0] >= 0 && at[1] >= 0 && at[2] >= 0
+}
+
+// field extracts one bitfield and scales it to 8 bits, through a table
+// for fields of up to 8 bits.
 type field struct {
 	mask  uint32
 	shift int
 	max   uint32 // 2^n - 1 for an n-bit field; 0 for an absent one
+	lut   [256]byte
 }
 
-func newField(m uint32) field {
+func (f *field) set(m uint32) {
+	*f = field{}
 	if m == 0 {
-		return field{}
+		return
 	}
-	s := bits.TrailingZeros32(m)
-	return field{mask: m, shift: s, max: m >> s}
+	f.mask, f.shift = m, bits.TrailingZeros32(m)
+	f.max = m >> f.shift
+	if f.max <= 0xFF {
+		for v := uint32(0); v <= f.max; v++ {
+			f.lut[v] = byte(v * 255 / f.max)
+		}
+	}
 }
 
-func (f field) get(v uint32) byte {
-	if f.max == 0 {
+func (f *field) get(v uint32) byte {
+	switch {
+	case f.max == 0:
 		return 0
+	case f.max <= 0xFF:
+		return f.lut[(v&f.mask)>>f.shift]
 	}
 	return byte(uint64((v&f.mask)>>f.shift) * 255 / uint64(f.max))
 }

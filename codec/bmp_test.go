@@ -354,3 +354,64 @@ func TestBMPPixelLimitFirst(t *testing.T) {
 		t.Fatalf("%+v %v", h, err)
 	}
 }
+
+// BenchmarkDecodeBMP decodes a 1024×768 photo-sized BMP into RGB, per
+// layout, with one reused decoder and destination (a worker's steady state).
+func BenchmarkDecodeBMP(b *testing.B) {
+	const w, h = 1024, 768
+	rows := make([][]byte, h)
+	for y := range rows {
+		rows[y] = make([]byte, 4*w)
+		for x := range rows[y] {
+			rows[y][x] = byte(x*7 + y)
+		}
+	}
+	rle := make([]byte, 0, h*(w/64*2+2))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x += 64 {
+			rle = append(rle, 64, byte(x+y))
+		}
+		rle = append(rle, 0, 0)
+	}
+	for _, tc := range []struct {
+		name string
+		spec bmpSpec
+	}{
+		{"24bit", bmpSpec{bpp: 24, header: 40, pixels: storedRows(trimRows(rows, 3*w), false)}},
+		{"32bit_bitfields_alpha", bmpSpec{bpp: 32, header: 124, comp: bmpBitfields, masks: []uint32{0xFF0000, 0xFF00, 0xFF, 0xFF000000},
+			pixels: storedRows(rows, false)}},
+		{"8bit_palette", bmpSpec{bpp: 8, header: 40, palette: testPalette(256), pixels: storedRows(trimRows(rows, w), false)}},
+		{"rle8", bmpSpec{bpp: 8, header: 40, comp: bmpRLE8, palette: testPalette(256), pixels: rle}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tc.spec.w, tc.spec.h = w, h
+			benchDecode(b, makeBMP(tc.spec), w, h)
+		})
+	}
+}
+
+func trimRows(rows [][]byte, n int) [][]byte {
+	out := make([][]byte, len(rows))
+	for i, r := range rows {
+		out[i] = r[:n]
+	}
+	return out
+}
+
+// benchDecode decodes src into RGB again and again with one decoder.
+func benchDecode(b *testing.B, src []byte, w, h int) {
+	d := NewDecoder()
+	defer d.Close()
+	dst := make([]byte, w*h*3)
+	b.SetBytes(int64(w * h))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		hd, err := d.Header(src, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Decode(dst, src, hd, Options{Color: RGB}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -285,6 +285,10 @@ func (d *pnmDecoder) Decode(dst, src []byte, h Header, o Options) error {
 			packGray(out, samples, c)
 			continue
 		}
+		if c == RGB {
+			copy(out, samples)
+			continue
+		}
 		// RGB → RGBA in place, from the end backwards.
 		rgba := d.row[:4*w]
 		for x := w - 1; x >= 0; x-- {

@@ -173,3 +173,25 @@ func TestPNMPixelLimitFirst(t *testing.T) {
 		wantCause(t, err, Truncated)
 	}
 }
+
+// BenchmarkDecodePNM decodes a 1024×768 pixmap into RGB, raw 8 and 16-bit
+// and plain, with one reused decoder (SetBytes counts pixels).
+func BenchmarkDecodePNM(b *testing.B) {
+	const w, h = 1024, 768
+	raw := []byte(fmt.Sprintf("P6\n%d %d\n255\n", w, h))
+	raw16 := []byte(fmt.Sprintf("P6\n%d %d\n65535\n", w, h))
+	var plain strings.Builder
+	fmt.Fprintf(&plain, "P3\n%d %d\n255\n", w, h)
+	for i := 0; i < w*h*3; i++ {
+		v := byte(i*7 + i/3000)
+		raw = append(raw, v)
+		raw16 = append(raw16, v, byte(i))
+		fmt.Fprintf(&plain, "%d ", v)
+	}
+	for _, tc := range []struct {
+		name string
+		src  []byte
+	}{{"P6", raw}, {"P6_16bit", raw16}, {"P3_plain", []byte(plain.String())}} {
+		b.Run(tc.name, func(b *testing.B) { benchDecode(b, tc.src, w, h) })
+	}
+}
