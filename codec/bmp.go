@@ -58,17 +58,16 @@ func (d *bmpDecoder) Close() { d.row, d.idx = nil, nil }
 
 // bmpInfo is what the headers say, checked against the input's length.
 type bmpInfo struct {
-	w, h     int
-	bpp      int // bits per pixel
-	comp     int
-	topDown  bool
-	off      int // first byte of the pixel array
-	stride   int // bytes per stored row, uncompressed
-	masks    [4]uint32
-	alpha    bool     // the alpha mask is used
-	fields   [4]field // from masks, for 16 to 32-bit pixels
-	lut      [256][4]byte
-	palColor bool // palette entries are read (bpp <= 8)
+	w, h    int
+	bpp     int // bits per pixel
+	comp    int
+	topDown bool
+	off     int // first byte of the pixel array
+	stride  int // bytes per stored row, uncompressed
+	masks   [4]uint32
+	alpha   bool         // the alpha mask is used
+	fields  [4]field     // from masks, for 16 to 32-bit pixels
+	lut     [256][4]byte // palette as RGBA
 }
 
 func (d *bmpDecoder) Header(src []byte, maxPixels int) (Header, error) {
@@ -137,7 +136,6 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 			return bmpErr(Corrupt, "BMP palette of %d colours", colors)
 		}
 		b.readPalette(src, pos, palEntry, colors)
-		b.palColor = true
 		// A pixel-array offset pointing at the palette means the palette
 		// was not counted: Pillow skips it, and so do we.
 		if off == int64(14+hsize) {
