@@ -207,7 +207,7 @@ func (b *bmpInfo) layout(src, hd []byte, pos *int) error {
 		case len(hd) >= 56:
 			m, n = hd[40:56], 4
 		case len(hd) >= 52:
-			m = hd[40:52]
+			m, n = hd[40:52], 3 // V2: no alpha mask, whatever the compression
 		default: // masks follow a 40-byte header
 			if *pos+4*n > len(src) {
 				return bmpErr(Truncated, "BMP data ends early, in its bitfield masks")
