@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"encoding/binary"
 	"image"
 	"image/gif"
 	"runtime"
@@ -23,11 +22,8 @@ func TestDecodeUnsupported(t *testing.T) {
 	if err := gif.Encode(&g, image.NewGray(image.Rect(0, 0, 4, 4)), nil); err != nil {
 		t.Fatal(err)
 	}
-	bmp := append([]byte("BM"), make([]byte, 16)...)
-	binary.LittleEndian.PutUint32(bmp[14:], 40) // BITMAPINFOHEADER
 	cases := map[string][]byte{
 		"GIF":       g.Bytes(),
-		"BMP":       bmp,
 		"WebP":      []byte("RIFF\x24\x00\x00\x00WEBPVP8 "),
 		"TIFF":      []byte("II*\x00\x08\x00\x00\x00"),
 		"HEIF/AVIF": []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00"),
@@ -42,9 +38,12 @@ func TestDecodeUnsupported(t *testing.T) {
 			t.Errorf("Sniff: got %q, want %q", got, name)
 		}
 	}
-	// "BM" alone is text, not a bitmap.
-	_, err := Decode([]byte("BMW owners club newsletter"), Options{})
-	wantCause(t, err, NotImage)
+	// "BM" alone is text, not a bitmap; "P6" without whitespace after it is
+	// not a pixmap.
+	for _, text := range []string{"BMW owners club newsletter", "P6-ish text"} {
+		_, err := Decode([]byte(text), Options{})
+		wantCause(t, err, NotImage)
+	}
 }
 
 // forgedJPEG is SOI and a SOF0 claiming w×h, and nothing else.
@@ -113,7 +112,7 @@ func TestErrorMessage(t *testing.T) {
 
 func TestFormats(t *testing.T) {
 	got := strings.Join(Formats(), ",")
-	for _, name := range []string{"JPEG", "PNG", "GIF", "BMP", "WebP", "TIFF"} {
+	for _, name := range []string{"JPEG", "PNG", "GIF", "BMP", "PNM", "WebP", "TIFF"} {
 		if !strings.Contains(got, name) {
 			t.Errorf("Formats() = %s, lacks %s", got, name)
 		}

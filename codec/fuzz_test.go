@@ -46,6 +46,8 @@ func fuzzSeeds(f *testing.F) {
 		encodePNG(f, pal),
 		interlacedPNG(f, image.NewNRGBA(image.Rect(0, 0, 10, 9))),
 		forgedJPEG(300, 200),
+		bmpSeeds()[0],
+		pnmSeeds()[0],
 		[]byte("GIF89a"),
 	} {
 		f.Add(seed)
@@ -68,11 +70,16 @@ func fuzzSeeds(f *testing.F) {
 }
 
 // FuzzDecode: no input may panic or fail with anything but a classified
-// *Error, and every success must have the size its header promised. One
-// decoder serves all inputs, as a worker's does, so that state left by a
-// failure would show up in later inputs.
+// *Error, and every success must have the size its header promised.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
+	fuzzDecoder(f)
+}
+
+// fuzzDecoder runs the FuzzDecode checks on f's inputs. One decoder serves
+// all inputs, as a worker's does, so that state left by a failure would
+// show up in later inputs.
+func fuzzDecoder(f *testing.F) {
 	d := NewDecoder()
 	f.Cleanup(d.Close)
 	opts := []Options{

@@ -108,7 +108,6 @@ func init() {
 	Register(Format{Name: "GIF", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a"))
 	}})
-	Register(Format{Name: "BMP", Match: isBMP})
 	Register(Format{Name: "WebP", Match: func(b []byte) bool {
 		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
 	}})

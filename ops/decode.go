@@ -11,7 +11,8 @@ import (
 func init() {
 	Register(&Schema{
 		Name: "decode",
-		Doc: "Decodes a JPEG or PNG (recognised by content) into an HWC UINT8 image. " +
+		Doc: "Decodes a JPEG, PNG, WebP, BMP, PNM, TIFF, JPEG 2000 or AVIF image (recognised by content) " +
+			"into an HWC UINT8 image, as Pillow 13 decodes it (README, Image formats). " +
 			"JPEG goes through libjpeg-turbo with the accurate IDCT, bit-exact with Pillow. " +
 			"With dct_scale, when the only consumer is a resize or letterbox, JPEGs are decoded " +
 			"at the DCT scale (1/2, 1/4 or 1/8) that still covers 1.5 times its output size.",
