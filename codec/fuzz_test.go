@@ -47,6 +47,11 @@ func fuzzSeeds(f *testing.F) {
 		interlacedPNG(f, image.NewNRGBA(image.Rect(0, 0, 10, 9))),
 		forgedJPEG(300, 200),
 		[]byte("GIF89a"),
+		encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, 70),
+		encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, 70),
+		encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1),
+		encodeWebP(f, noisyRGBA(11, 6), 11, 6, 4, -1),
+		animatedWebPHeader(),
 	} {
 		f.Add(seed)
 	}
