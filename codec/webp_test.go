@@ -167,3 +167,35 @@ func TestDecodeWebPReuse(t *testing.T) {
 		t.Fatal("second decode differs")
 	}
 }
+
+// FuzzWebP mutates what follows "RIFF size WEBP" and writes a RIFF size
+// that fits, so that the inputs reach libwebp's parsers instead of failing
+// the signature or the size check. The seeds run in go test.
+func FuzzWebP(f *testing.F) {
+	for _, q := range []float32{-1, 60} {
+		f.Add(encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, q)[12:])
+		f.Add(encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, q)[12:])
+	}
+	f.Add(animatedWebPHeader()[12:])
+	d := NewDecoder()
+	f.Cleanup(d.Close)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		src := append([]byte("RIFF\x00\x00\x00\x00WEBP"), body...)
+		binary.LittleEndian.PutUint32(src[4:], uint32(len(src)-8))
+		h, err := d.Header(src, 1<<20)
+		if err != nil {
+			checkFuzzErr(t, err)
+			return
+		}
+		if h.Format != "WebP" || h.Pixels() > 1<<20 {
+			t.Fatalf("bad header %+v", h)
+		}
+		for _, c := range []Color{RGB, Gray, BGRA} {
+			dst := make([]byte, h.Pixels()*c.Channels())
+			if err := d.Decode(dst, src, h, Options{Color: c}); err != nil {
+				checkFuzzErr(t, err)
+				return
+			}
+		}
+	})
+}
