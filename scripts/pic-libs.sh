@@ -8,13 +8,26 @@
 #   libturbojpeg.a  TurboJPEG API and     turbojpeg.h, jpeglib.h, jconfig.h,
 #                   libjpeg's API (there   jmorecfg.h, jerror.h
 #                   is no separate libjpeg.a: link this one for jpeg_*)
-#   libwebp.a, libwebpdemux.a,            webp/decode.h, webp/demux.h, ...
-#   libsharpyuv.a (if the version has it)
+#   libwebp.a (also libwebpdecoder.a,     webp/decode.h, webp/demux.h, ...
+#   libwebpdemux.a)
 #   libtiff.a       LZW, Deflate, PackBits, JPEG, ...  tiffio.h, tiff.h, ...
-#                   (needs libturbojpeg.a, libz.a, -lm)
 #   libz.a                                zlib.h, zconf.h
 #   libopenjp2.a                          openjpeg-2.5/openjpeg.h
-#   libdav1d.a      (needs -lpthread -lm) dav1d/dav1d.h
+#   libdav1d.a                            dav1d/dav1d.h
+#   pkgconfig/, cmake/ (unused by Sluice); PREFIX/stamps: what was built
+#
+# A codec file points cgo at the prefix; static archives are searched in
+# command-line order, so each library comes before the ones it needs:
+#
+#   #cgo CFLAGS: -I${SRCDIR}/../build/pic/include
+#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libwebp.a -lm
+#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libtiff.a -l:libturbojpeg.a -l:libz.a -lm
+#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libopenjp2.a -lm -lpthread
+#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libdav1d.a -lpthread -ldl -lm
+#
+# (-L directories are searched before the system's, so these copies win over
+# any Debian libfoo.a; -l:name.a never picks a shared library. The backend
+# links with --exclude-libs,ALL, so none of their symbols is exported.)
 #
 # Not here: libavif. The Debian archive this was written against serves
 # libavif's .dsc and debian.tar.xz but answers 404 for
@@ -22,14 +35,6 @@
 # apt-get source cannot unpack it; dav1d, the AV1 decoder AVIF needs, is
 # here.
 #
-# A codec file points cgo at the prefix; static archives are searched in
-# command-line order, so each library comes before the ones it needs, e.g.
-#
-#   #cgo CFLAGS: -I${SRCDIR}/../build/pic/include
-#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libtiff.a -l:libturbojpeg.a -l:libz.a -lm
-#
-# (-L directories are searched before the system's, so these copies win over
-# any Debian libfoo.a; -l:name.a never picks a shared library.)
 #
 # Why: the Triton backend is a shared object that must need nothing but glibc
 # at run time, so these libraries go into it statically, and Debian's static
