@@ -35,7 +35,6 @@
 # apt-get source cannot unpack it; dav1d, the AV1 decoder AVIF needs, is
 # here.
 #
-#
 # Why: the Triton backend is a shared object that must need nothing but glibc
 # at run time, so these libraries go into it statically, and Debian's static
 # libraries cannot: they are compiled as PIE, with the local-exec TLS model
