@@ -1,5 +1,6 @@
 // Package codec decodes encoded images (JPEG through libjpeg-turbo, PNG
-// through Go's image/png) into interleaved HWC uint8 buffers.
+// through Go's image/png, WebP through libwebp) into interleaved HWC uint8
+// buffers.
 //
 // Formats register themselves and are recognised by content, never by file
 // name. A Decoder is per-worker state: it owns native handles and scratch

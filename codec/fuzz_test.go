@@ -49,6 +49,11 @@ func fuzzSeeds(f *testing.F) {
 		bmpSeeds()[0],
 		pnmSeeds()[0],
 		[]byte("GIF89a"),
+		encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, 70),
+		encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, 70),
+		encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1),
+		encodeWebP(f, noisyRGBA(11, 6), 11, 6, 4, -1),
+		animatedWebPHeader(),
 	} {
 		f.Add(seed)
 	}

@@ -108,9 +108,6 @@ func init() {
 	Register(Format{Name: "GIF", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a"))
 	}})
-	Register(Format{Name: "WebP", Match: func(b []byte) bool {
-		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
-	}})
 	Register(Format{Name: "TIFF", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("II*\x00")) || bytes.HasPrefix(b, []byte("MM\x00*"))
 	}})
