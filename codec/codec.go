@@ -86,8 +86,9 @@ type Header struct {
 	// Scalable reports that Options.Scale is honoured (DCT-domain scaling).
 	Scalable bool
 
-	format int        // registry index + 1; 0 for a Header not made by Decoder
-	jpeg   jpegLayout // JPEG only
+	format   int        // registry index + 1; 0 for a Header not made by Decoder
+	jpeg     jpegLayout // JPEG only
+	animated bool       // WebP only: an animation, of which the first frame
 }
 
 // Pixels is Width × Height, computed without overflow on 64-bit ints.

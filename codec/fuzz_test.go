@@ -53,7 +53,7 @@ func fuzzSeeds(f *testing.F) {
 		encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, 70),
 		encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1),
 		encodeWebP(f, noisyRGBA(11, 6), 11, 6, 4, -1),
-		animatedWebPHeader(),
+		animatedWebP(11, 6, encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1)),
 	} {
 		f.Add(seed)
 	}

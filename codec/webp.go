@@ -2,9 +2,10 @@ package codec
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../build/pic/include
-#cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libwebp.a -lm
+#cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libwebpdemux.a -l:libwebp.a -lm
 #include <string.h>
 #include <webp/decode.h>
+#include <webp/demux.h>
 
 // Results come back by value, so no Go pointer to a local crosses into C.
 typedef struct {
@@ -41,6 +42,30 @@ static int sl_webp_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t siz
 	WebPFreeDecBuffer(&c.output); // frees nothing of dst: external memory
 	return s;
 }
+
+// sl_webp_first_frame writes an animated WebP's first frame, composed on
+// its canvas as the demuxer's animation decoder does (what Pillow shows),
+// into dst as RGBA: canvas width × height × 4 bytes. 0 on success, else 1
+// (the file's frames could not be read) or 2 (the frame did not decode).
+static int sl_webp_first_frame(const uint8_t *src, size_t n, uint8_t *dst, size_t size) {
+	WebPAnimDecoderOptions o;
+	if (!WebPAnimDecoderOptionsInit(&o)) return 1;
+	o.color_mode = MODE_RGBA;
+	o.use_threads = 0;
+	WebPData data = {src, n};
+	WebPAnimDecoder *d = WebPAnimDecoderNew(&data, &o);
+	if (d == NULL) return 1;
+	WebPAnimInfo info;
+	uint8_t *buf;
+	int ts, r = 2;
+	if (WebPAnimDecoderGetInfo(d, &info) && (size_t)info.canvas_width * info.canvas_height * 4 == size &&
+	    WebPAnimDecoderGetNext(d, &buf, &ts)) {
+		memcpy(dst, buf, size);
+		r = 0;
+	}
+	WebPAnimDecoderDelete(d);
+	return r;
+}
 */
 import "C"
 
@@ -60,19 +85,21 @@ func init() {
 	})
 }
 
-// webpDecoder decodes still WebP images (lossy, lossless, with or without
-// alpha) with libwebp. Animated WebP is rejected as Unsupported rather than
-// decoded to its first frame: a frame may cover only part of the canvas
-// and blend over a background, which is the demuxer's job, not a still
-// decoder's.
+// webpDecoder decodes WebP images (lossy, lossless, with or without alpha)
+// with libwebp; of an animated one, the first frame, as Pillow does.
 //
 // Work bound: libwebp's decode work and its own allocations are linear in
 // the pixel count (lossy: per 16×16 macroblock; lossless: per pixel, its
 // backward references copying at most the pixels they produce), so the
 // pixel limit Header checks bounds both; there is no amplification beyond
-// it.
+// it. An animation's first frame lies within the canvas Header checks, and
+// the demuxer decodes no other frame for it (two canvases of 4 bytes a
+// pixel are what it holds).
 type webpDecoder struct {
 	rgb []byte // GRAY output: the RGB decode before conversion
+	// rgba: an animation's first frame, before conversion to other
+	// colours than RGBA.
+	rgba []byte
 }
 
 func (d *webpDecoder) Close() {}
@@ -91,18 +118,17 @@ func (d *webpDecoder) Header(src []byte, maxPixels int) (Header, error) {
 	if f.status != C.VP8_STATUS_OK {
 		return Header{}, webpError(f.status, "header")
 	}
-	if f.has_animation != 0 {
-		return Header{}, formatErr(Unsupported, "WebP", "animated WebP is not supported (%dx%d canvas)",
-			int(f.width), int(f.height))
-	}
 	if err := TooLargeErr("WebP", int(f.width), int(f.height), maxPixels); err != nil {
 		return Header{}, err
 	}
-	return Header{Width: int(f.width), Height: int(f.height), Orientation: 1}, nil
+	return Header{Width: int(f.width), Height: int(f.height), Orientation: 1, animated: f.has_animation != 0}, nil
 }
 
 func (d *webpDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	c := o.color()
+	if h.animated {
+		return d.firstFrame(dst, src, h, c)
+	}
 	if c == Gray {
 		// libwebp has no grey output: decode RGB, then take the luma as
 		// Pillow's convert("L") does (alpha ignored, as there).
@@ -143,6 +169,41 @@ func (d *webpDecoder) decode(dst, src []byte, h Header, c Color) error {
 		(*C.uint8_t)(unsafe.Pointer(&dst[0])), C.size_t(stride*h.Height), C.int(stride), mode)
 	if s != C.VP8_STATUS_OK {
 		return webpError(s, "image data")
+	}
+	return nil
+}
+
+// firstFrame decodes an animation's first frame as RGBA, then converts it
+// to c as Pillow converts its RGBA image: alpha dropped, or luma.
+func (d *webpDecoder) firstFrame(dst, src []byte, h Header, c Color) error {
+	n := h.Pixels()
+	rgba := dst
+	if c != RGBA {
+		d.rgba = grow(d.rgba, 4*n)
+		rgba = d.rgba
+	}
+	if len(rgba) < 4*n || len(dst) < n*c.Channels() {
+		return fmt.Errorf("codec: WebP destination of %d bytes for %dx%dx%d", len(dst), h.Width, h.Height, c.Channels())
+	}
+	switch C.sl_webp_first_frame((*C.uint8_t)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
+		(*C.uint8_t)(unsafe.Pointer(&rgba[0])), C.size_t(4*n)) {
+	case 1:
+		return formatErr(Corrupt, "WebP", "animated WebP: its frames cannot be read")
+	case 2:
+		return formatErr(Corrupt, "WebP", "animated WebP: the first frame does not decode")
+	}
+	for i := range n {
+		p := rgba[4*i : 4*i+4 : 4*i+4]
+		switch c {
+		case RGB:
+			dst[3*i], dst[3*i+1], dst[3*i+2] = p[0], p[1], p[2]
+		case BGR:
+			dst[3*i], dst[3*i+1], dst[3*i+2] = p[2], p[1], p[0]
+		case BGRA:
+			dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = p[2], p[1], p[0], p[3]
+		case Gray:
+			dst[i] = luma(p[0], p[1], p[2])
+		}
 	}
 	return nil
 }

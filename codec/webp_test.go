@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"image/color"
 	"math/rand/v2"
@@ -131,18 +132,57 @@ func TestDecodeWebPTooLarge(t *testing.T) {
 	}
 }
 
-// animatedWebPHeader is the start of an animated WebP: a VP8X chunk with
-// the animation flag, for a 300×200 canvas.
-func animatedWebPHeader() []byte {
-	b := []byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x02\x00\x00\x00")
-	b = append(b, 299&0xFF, 299>>8, 0, 199, 0, 0)
+// animatedWebP wraps still WebPs (lossless, each w×h) as the frames of an
+// animation on a w×h canvas, each frame at the origin: RIFF, VP8X with the
+// animation flag, ANIM, then one ANMF chunk a frame around the still's
+// image chunk.
+func animatedWebP(w, h int, frames ...[]byte) []byte {
+	u24 := func(b []byte, v int) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16)) }
+	chunk := func(b []byte, tag string, body []byte) []byte {
+		b = append(b, tag...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
+		b = append(b, body...)
+		if len(body)%2 == 1 {
+			b = append(b, 0)
+		}
+		return b
+	}
+	b := []byte("RIFF\x00\x00\x00\x00WEBP")
+	b = chunk(b, "VP8X", u24(u24([]byte{0x02, 0, 0, 0}, w-1), h-1))
+	b = chunk(b, "ANIM", []byte{0, 0, 0, 0, 0, 0})
+	for _, f := range frames {
+		body := u24(u24(u24(u24(u24(nil, 0), 0), w-1), h-1), 100)
+		body = append(body, 0x02) // no blending: the frame replaces the canvas
+		body = append(body, f[12:]...)
+		b = chunk(b, "ANMF", body)
+	}
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(b)-8))
 	return b
 }
 
+// An animated WebP decodes to its first frame, as Pillow shows it.
 func TestDecodeWebPAnimated(t *testing.T) {
-	_, err := Decode(animatedWebPHeader(), Options{})
-	wantCause(t, err, Unsupported)
+	const w, h = 24, 16
+	first, second := noisyRGB(w, h), noisyRGB(w, h)[3:]
+	second = append(second, 1, 2, 3)
+	a, b := encodeWebP(t, first, w, h, 3, -1), encodeWebP(t, second, w, h, 3, -1)
+	anim := animatedWebP(w, h, a, b)
+	for _, c := range []Color{RGB, BGR, RGBA, BGRA, Gray} {
+		got, err := Decode(anim, Options{Color: c})
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		want, err := Decode(a, Options{Color: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Pix, want.Pix) {
+			t.Errorf("%v: the animation's decode is not its first frame's", c)
+		}
+	}
+	if _, err := Decode(anim[:len(anim)-len(b)/2], Options{}); err == nil {
+		t.Error("a cut animation decoded")
+	}
 }
 
 // The decoder keeps no state across images: one Decoder through good,
@@ -176,7 +216,7 @@ func FuzzWebP(f *testing.F) {
 		f.Add(encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, q)[12:])
 		f.Add(encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, q)[12:])
 	}
-	f.Add(animatedWebPHeader()[12:])
+	f.Add(animatedWebP(13, 9, encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, -1))[12:])
 	d := NewDecoder()
 	f.Cleanup(d.Close)
 	f.Fuzz(func(t *testing.T, body []byte) {
