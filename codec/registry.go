@@ -112,9 +112,6 @@ func init() {
 	Register(Format{Name: "WebP", Match: func(b []byte) bool {
 		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
 	}})
-	Register(Format{Name: "TIFF", Match: func(b []byte) bool {
-		return bytes.HasPrefix(b, []byte("II*\x00")) || bytes.HasPrefix(b, []byte("MM\x00*"))
-	}})
 	Register(Format{Name: "JPEG 2000", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cjP  \r\n\x87\n")) ||
 			bytes.HasPrefix(b, []byte("\xff\x4f\xff\x51"))

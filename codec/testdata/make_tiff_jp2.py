@@ -1,0 +1,88 @@
+"""Writes the small TIFF and JPEG 2000 files of codec/testdata/formats/
+(committed; run again to remake them):
+
+    .venv/bin/python codec/testdata/make_tiff_jp2.py
+
+Every image is the pattern that codec's tests compute too (pattern8 and
+pattern16 in formats_test.go), so lossless files must decode to it
+exactly. Pillow writes most files; tiffcp (libtiff-tools) writes tiles and
+YCbCr JPEG, and 16-bit RGB TIFF is written by hand, since Pillow has no
+16-bit RGB mode.
+"""
+
+import pathlib
+import struct
+import subprocess
+
+import numpy as np
+from PIL import Image
+
+OUT = pathlib.Path(__file__).resolve().parent / "formats"
+W, H = 37, 23
+
+
+def pattern8():
+    y, x = np.mgrid[0:H, 0:W]
+    return np.stack([(x * 7 + y * 3) & 255, (x * 3 + y * 11) & 255, (x * 13 + y * 5) & 255], axis=2).astype(np.uint8)
+
+
+def pattern16():
+    """High byte pattern8, low byte (x + y) & 255."""
+    y, x = np.mgrid[0:H, 0:W]
+    return pattern8().astype(np.uint16) << 8 | ((x + y) & 255).astype(np.uint16)[:, :, None]
+
+
+def rgb16_tiff(path, a):
+    """An uncompressed little-endian 16-bit RGB TIFF, one strip."""
+    h, w, _ = a.shape
+    data = a.astype("<u2").tobytes()
+    entries = [  # tag, type, count, value
+        (256, 3, 1, w), (257, 3, 1, h), (258, 3, 3, None), (259, 3, 1, 1), (262, 3, 1, 2),
+        (273, 4, 1, None), (277, 3, 1, 3), (278, 3, 1, h), (279, 4, 1, len(data)), (284, 3, 1, 1),
+    ]
+    ifd = 8
+    bps_off = ifd + 2 + 12 * len(entries) + 4
+    data_off = bps_off + 6
+    out = bytearray(b"II*\x00" + struct.pack("<I", ifd) + struct.pack("<H", len(entries)))
+    for tag, typ, count, value in entries:
+        if tag == 258:
+            value = bps_off
+        if tag == 273:
+            value = data_off
+        fmt = "<HHIHH" if typ == 3 and count == 1 else "<HHII"
+        out += struct.pack(fmt, tag, typ, count, value, 0) if fmt == "<HHIHH" else struct.pack(fmt, tag, typ, count, value)
+    out += struct.pack("<I", 0) + struct.pack("<HHH", 16, 16, 16) + data
+    path.write_bytes(out)
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    rgb = Image.fromarray(pattern8())
+    for c in ("raw", "tiff_lzw", "tiff_adobe_deflate", "packbits"):
+        rgb.save(OUT / f"rgb_{c}.tif", compression=c)
+    rgb.save(OUT / "rgb_jpeg.tif", compression="jpeg", quality=90)
+    rgb.convert("L").save(OUT / "gray_lzw.tif", compression="tiff_lzw")
+    a = np.dstack([pattern8(), pattern8()[:, :, :1]])
+    Image.fromarray(a, "RGBA").save(OUT / "rgba_deflate.tif", compression="tiff_adobe_deflate")
+    rgb.quantize(32).save(OUT / "palette_packbits.tif", compression="packbits")
+    Image.fromarray(pattern16()[:, :, 0]).save(OUT / "gray16_lzw.tif", compression="tiff_lzw")
+    rgb16_tiff(OUT / "rgb16_raw.tif", pattern16())
+    subprocess.run(["tiffcp", "-c", "lzw", OUT / "rgb16_raw.tif", OUT / "rgb16_lzw.tif"], check=True)
+    subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", "-c", "lzw", OUT / "rgb_raw.tif", OUT / "rgb_tiled.tif"], check=True)
+    subprocess.run(["tiffcp", "-c", "jpeg:90", OUT / "rgb_raw.tif", OUT / "ycbcr_jpeg.tif"], check=True)
+    rgb.save(OUT / "pages.tif", save_all=True, append_images=[rgb.convert("L")], compression="tiff_lzw")
+    rgb.save(OUT / "rgb_orient6.tif", compression="tiff_lzw", tiffinfo={274: 6})
+    rgb.convert("CMYK").save(OUT / "cmyk.tif")
+    rgb.convert("1").save(OUT / "bilevel.tif")
+
+    rgb.save(OUT / "rgb.jp2", irreversible=False)
+    rgb.save(OUT / "rgb.j2k", irreversible=False)
+    rgb.save(OUT / "rgb_lossy.jp2", irreversible=True, quality_mode="rates", quality_layers=[8])
+    rgb.convert("L").save(OUT / "gray.jp2", irreversible=False)
+    Image.fromarray(pattern16()[:, :, 0]).save(OUT / "gray16.j2k", irreversible=False)
+    Image.fromarray(a, "RGBA").save(OUT / "rgba.jp2", irreversible=False)
+    rgb.save(OUT / "rgb_tiled.jp2", irreversible=False, tile_size=(16, 16))
+
+
+if __name__ == "__main__":
+    main()
