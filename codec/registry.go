@@ -112,10 +112,6 @@ func init() {
 	Register(Format{Name: "WebP", Match: func(b []byte) bool {
 		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
 	}})
-	Register(Format{Name: "JPEG 2000", Match: func(b []byte) bool {
-		return bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cjP  \r\n\x87\n")) ||
-			bytes.HasPrefix(b, []byte("\xff\x4f\xff\x51"))
-	}})
 	Register(Format{Name: "JPEG XL", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("\xff\x0a")) ||
 			bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cJXL \r\n\x87\n"))

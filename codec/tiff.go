@@ -51,6 +51,7 @@ type tiffDecoder struct {
 	st      *C.sl_tiff_state // C memory: messages and the colour map
 	raw     []byte           // decoded samples, as libtiff gives them
 	row     []byte           // one row of 8-bit RGBA
+	s8      []byte           // one row of 8-bit samples
 	scratch []byte           // the converted image before orientation
 }
 
@@ -67,7 +68,7 @@ func (d *tiffDecoder) Close() {
 		C.free(unsafe.Pointer(d.st))
 		d.st = nil
 	}
-	d.raw, d.row, d.scratch = nil, nil, nil
+	d.raw, d.row, d.s8, d.scratch = nil, nil, nil, nil
 }
 
 // tiffMaxAlloc bounds any single allocation libtiff makes: the decoded
@@ -224,6 +225,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		out = d.scratch
 	}
 	d.row = grow(d.row, 4*w)
+	d.s8 = grow(d.s8, 4*w)
 	var lut [256][4]byte
 	if l.kind == tiffPalette {
 		// 16-bit colour map entries keep their high byte, as in Pillow.
@@ -233,7 +235,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	ch := c.Channels()
 	for y := 0; y < hh; y++ {
-		tiffRow(out[y*w*ch:(y+1)*w*ch], d.raw[y*stride:(y+1)*stride], d.row, &l, &lut, c)
+		tiffRow(out[y*w*ch:(y+1)*w*ch], d.raw[y*stride:(y+1)*stride], d.s8, d.row, &l, &lut, c)
 	}
 	if orient != 1 {
 		Orient(dst, out, hh, w, ch, orient)
@@ -241,48 +243,45 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	return nil
 }
 
-// tiffRow converts one row of decoded samples into dst in colour c, through
-// row (4*width bytes of 8-bit RGBA) except for grey.
-func tiffRow(dst, raw, row []byte, l *tiffLayout, lut *[256][4]byte, c Color) {
+// tiffRow converts one row of decoded samples into dst in colour c,
+// through s8 (the row as 8-bit pixels) and row (4*width bytes of scratch).
+func tiffRow(dst, raw, s8, row []byte, l *tiffLayout, lut *[256][4]byte, c Color) {
 	w := len(row) / 4
-	at := func(i int) byte { return raw[i] } // sample i, 8 bits
-	if l.bytes == 2 {
-		// libtiff gives samples in host order; keep the high byte.
-		at = func(i int) byte { return byte(binary.NativeEndian.Uint16(raw[2*i:]) >> 8) }
-	}
-	spp := l.spp
+	n := 1 // samples per pixel out of s8
 	switch l.kind {
-	case tiffGray:
-		g := row[:w]
-		var inv byte
-		if l.minIsWhite {
-			inv = 0xFF
-		}
-		for x := range g {
-			g[x] = at(x*spp) ^ inv
-		}
-		packGray(dst, g, c)
-		return
 	case tiffGrayAlpha:
-		for x := 0; x < w; x++ {
-			g := at(x * spp)
-			if l.minIsWhite {
-				g ^= 0xFF
-			}
-			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = g, g, g, at(x*spp+1)
-		}
+		n = 2
 	case tiffRGB:
+		n = 3
+	case tiffRGBA, tiffPalette:
+		n = 4
+	}
+	s8 = s8[:n*w]
+	if l.kind == tiffPalette {
 		for x := 0; x < w; x++ {
-			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = at(x*spp), at(x*spp+1), at(x*spp+2), 0xFF
+			copy(s8[4*x:4*x+4], lut[raw[x]][:])
 		}
-	case tiffRGBA:
-		for x := 0; x < w; x++ {
-			row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = at(x*spp), at(x*spp+1), at(x*spp+2), at(x*spp+3)
-		}
-	case tiffPalette:
-		for x := 0; x < w; x++ {
-			copy(row[4*x:4*x+4], lut[raw[x]][:])
+		packSamples(dst, s8, row, n, c)
+		return
+	}
+	// The first n samples of each pixel; extra samples after them (an
+	// unspecified one) are dropped.
+	spp := l.spp
+	for x := 0; x < w; x++ {
+		for k := 0; k < n; k++ {
+			i := x*spp + k
+			if l.bytes == 2 {
+				// libtiff gives samples in host order; keep the high byte.
+				s8[n*x+k] = byte(binary.NativeEndian.Uint16(raw[2*i:]) >> 8)
+			} else {
+				s8[n*x+k] = raw[i]
+			}
 		}
 	}
-	packRGBA(dst, row, c)
+	if l.minIsWhite {
+		for x := 0; x < w; x++ {
+			s8[n*x] ^= 0xFF
+		}
+	}
+	packSamples(dst, s8, row, n, c)
 }
