@@ -17,7 +17,8 @@ func TestTIFFLossless(t *testing.T) {
 }
 
 func TestTIFFGray(t *testing.T) {
-	for _, name := range []string{"gray_lzw.tif", "gray16_lzw.tif"} {
+	// gray_miniswhite.tif stores 255 - R of the pattern, min-is-white.
+	for _, name := range []string{"gray_lzw.tif", "gray16_lzw.tif", "gray_miniswhite.tif"} {
 		t.Run(name, func(t *testing.T) {
 			src := readFormatFile(t, name)
 			want := func(x, y int) color.NRGBA { return pattern8(x, y) }

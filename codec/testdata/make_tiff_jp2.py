@@ -32,27 +32,35 @@ def pattern16():
     return pattern8().astype(np.uint16) << 8 | ((x + y) & 255).astype(np.uint16)[:, :, None]
 
 
-def rgb16_tiff(path, a):
-    """An uncompressed little-endian 16-bit RGB TIFF, one strip."""
-    h, w, _ = a.shape
-    data = a.astype("<u2").tobytes()
-    entries = [  # tag, type, count, value
-        (256, 3, 1, w), (257, 3, 1, h), (258, 3, 3, None), (259, 3, 1, 1), (262, 3, 1, 2),
-        (273, 4, 1, None), (277, 3, 1, 3), (278, 3, 1, h), (279, 4, 1, len(data)), (284, 3, 1, 1),
-    ]
+def raw_tiff(path, a, photometric=None):
+    """Writes a (H×W, or H×W×3) uint8 or uint16 array as an uncompressed
+    little-endian TIFF in one strip: what Pillow cannot write (16-bit RGB,
+    min-is-white grey). photometric defaults to min-is-black or RGB."""
+    h, w = a.shape[:2]
+    spp = 1 if a.ndim == 2 else a.shape[2]
+    bits = a.dtype.itemsize * 8
+    if photometric is None:
+        photometric = 1 if spp == 1 else 2
+    data = a.astype(f"<u{a.dtype.itemsize}").tobytes()
+    n = 10
     ifd = 8
-    bps_off = ifd + 2 + 12 * len(entries) + 4
-    data_off = bps_off + 6
-    out = bytearray(b"II*\x00" + struct.pack("<I", ifd) + struct.pack("<H", len(entries)))
+    extra = ifd + 2 + 12 * n + 4  # BitsPerSample values when spp > 1
+    data_off = extra + (2 * spp if spp > 1 else 0)
+    bps = (258, 3, spp, extra) if spp > 1 else (258, 3, 1, bits)
+    entries = [  # tag, type, count, value (sorted by tag)
+        (256, 4, 1, w), (257, 4, 1, h), bps, (259, 3, 1, 1), (262, 3, 1, photometric),
+        (273, 4, 1, data_off), (277, 3, 1, spp), (278, 4, 1, h), (279, 4, 1, len(data)), (284, 3, 1, 1),
+    ]
+    out = bytearray(b"II*\x00" + struct.pack("<I", ifd) + struct.pack("<H", n))
     for tag, typ, count, value in entries:
-        if tag == 258:
-            value = bps_off
-        if tag == 273:
-            value = data_off
-        fmt = "<HHIHH" if typ == 3 and count == 1 else "<HHII"
-        out += struct.pack(fmt, tag, typ, count, value, 0) if fmt == "<HHIHH" else struct.pack(fmt, tag, typ, count, value)
-    out += struct.pack("<I", 0) + struct.pack("<HHH", 16, 16, 16) + data
-    path.write_bytes(out)
+        if typ == 3 and count == 1:
+            out += struct.pack("<HHIHH", tag, typ, count, value, 0)
+        else:
+            out += struct.pack("<HHII", tag, typ, count, value)
+    out += struct.pack("<I", 0)
+    if spp > 1:
+        out += struct.pack(f"<{spp}H", *([bits] * spp))
+    path.write_bytes(out + data)
 
 
 def main():
@@ -66,7 +74,8 @@ def main():
     Image.fromarray(a, "RGBA").save(OUT / "rgba_deflate.tif", compression="tiff_adobe_deflate")
     rgb.quantize(32).save(OUT / "palette_packbits.tif", compression="packbits")
     Image.fromarray(pattern16()[:, :, 0]).save(OUT / "gray16_lzw.tif", compression="tiff_lzw")
-    rgb16_tiff(OUT / "rgb16_raw.tif", pattern16())
+    raw_tiff(OUT / "rgb16_raw.tif", pattern16())
+    raw_tiff(OUT / "gray_miniswhite.tif", 255 - pattern8()[:, :, 0], photometric=0)
     subprocess.run(["tiffcp", "-c", "lzw", OUT / "rgb16_raw.tif", OUT / "rgb16_lzw.tif"], check=True)
     subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", "-c", "lzw", OUT / "rgb_raw.tif", OUT / "rgb_tiled.tif"], check=True)
     subprocess.run(["tiffcp", "-c", "jpeg:90", OUT / "rgb_raw.tif", OUT / "ycbcr_jpeg.tif"], check=True)
