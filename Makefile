@@ -23,18 +23,19 @@ export SLUICE_CORPUS ?= $(CORPUS)
 all: build
 
 # System packages: libjpeg-turbo's static TurboJPEG library (linked into
-# every binary, so none is needed at run time).
+# every binary, so none is needed at run time), libtiff and OpenJPEG.
 deps:
-	@dpkg -s libturbojpeg0-dev >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev; }
+	@dpkg -s libturbojpeg0-dev libtiff-dev libopenjp2-7-dev >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev libtiff-dev libopenjp2-7-dev; }
 
 # For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
-# custom progressive scan scripts): libjpeg's headers (internal/testimg
-# encodes through the libjpeg API of libturbojpeg.a) and cjpeg
-# (tests/test_accuracy.py).
+# custom progressive scan scripts, tiled and YCbCr JPEG TIFFs): libjpeg's
+# headers (internal/testimg encodes through the libjpeg API of
+# libturbojpeg.a), cjpeg (tests/test_accuracy.py) and tiffcp
+# (tests/test_accuracy_tiff_jp2.py, codec/testdata/make_tiff_jp2.py).
 test-deps: deps
-	@dpkg -s libjpeg-dev libjpeg-turbo-progs >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs; }
+	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs libtiff-tools; }
 
 # Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
 venv: $(VENV)/.stamp
@@ -207,6 +208,8 @@ fuzz: test-deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzTIFF -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzJP2 -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzExecute -fuzztime $(FUZZTIME) ./backend/
 
 # Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
