@@ -1,7 +1,9 @@
 package codec
 
 import (
+	"encoding/binary"
 	"image/color"
+	"strings"
 	"testing"
 )
 
@@ -133,5 +135,49 @@ func TestTIFFBad(t *testing.T) {
 	} else {
 		checkFuzzErr(t, err)
 		t.Logf("garbled: %v", err)
+	}
+}
+
+// forgedTIFF is a little-endian TIFF whose one directory claims a w×h
+// 8-bit RGB image in one uncompressed strip of n bytes at offset 8 (which
+// the file holds only when n is small).
+func forgedTIFF(w, h uint32, n uint32) []byte {
+	le := binary.LittleEndian
+	b := le.AppendUint32([]byte("II*\x00"), 8+n)
+	b = append(b, make([]byte, min(n, 64))...)
+	type entry struct {
+		tag, typ uint16
+		v        uint32
+	}
+	entries := []entry{{256, 4, w}, {257, 4, h}, {258, 3, 8}, {259, 3, 1}, {262, 3, 2}, {273, 4, 8}, {277, 3, 3}, {278, 4, h}, {279, 4, n}}
+	b = le.AppendUint16(b[:8+min(n, 64)], uint16(len(entries)))
+	for _, e := range entries {
+		b = le.AppendUint16(b, e.tag)
+		b = le.AppendUint16(b, e.typ)
+		b = le.AppendUint32(b, 1)
+		b = le.AppendUint32(b, e.v) // SHORTs sit in the low half, little-endian
+	}
+	return le.AppendUint32(b, 0)
+}
+
+// TestTIFFLimits: forged headers fail before the image is allocated.
+func TestTIFFLimits(t *testing.T) {
+	limit := 64 << 20
+	var err error
+	n := allocated(func() { _, err = Decode(forgedTIFF(60000, 60000, 64), Options{MaxPixels: limit}) })
+	wantCause(t, err, TooLarge)
+	if !strings.Contains(err.Error(), "3600000000") || n > 1<<20 {
+		t.Errorf("%v, %d bytes allocated", err, n)
+	}
+	// Under the limit, but the strip lies past the end of the input.
+	n = allocated(func() { _, err = Decode(forgedTIFF(8000, 8000, 3*8000*8000), Options{MaxPixels: limit}) })
+	wantCause(t, err, Truncated)
+	if n > 1<<20 {
+		t.Errorf("rejecting %v allocated %d bytes", err, n)
+	}
+	// A strip that is there decodes.
+	img, err := Decode(forgedTIFF(4, 5, 60), Options{})
+	if err != nil || img.Width != 4 || img.Height != 5 {
+		t.Fatalf("small forged TIFF: %v", err)
 	}
 }
