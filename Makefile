@@ -29,13 +29,15 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev libtiff-dev libopenjp2-7-dev; }
 
 # For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
-# custom progressive scan scripts, tiled and YCbCr JPEG TIFFs): libjpeg's
+# custom progressive scan scripts, tiled and YCbCr JPEG TIFFs, 16-bit RGB
+# JPEG 2000): libjpeg's
 # headers (internal/testimg encodes through the libjpeg API of
-# libturbojpeg.a), cjpeg (tests/test_accuracy.py) and tiffcp
+# libturbojpeg.a), cjpeg (tests/test_accuracy.py), tiffcp and opj_compress
 # (tests/test_accuracy_tiff_jp2.py, codec/testdata/make_tiff_jp2.py).
 test-deps: deps
-	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs libtiff-tools; }
+	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools libopenjp2-tools >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs \
+	    libtiff-tools libopenjp2-tools; }
 
 # Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
 venv: $(VENV)/.stamp

@@ -38,8 +38,9 @@ const (
 // jp2Decoder decodes JPEG 2000 (JP2 files and raw codestreams) through
 // OpenJPEG: 1 to 4 components (grey, grey+alpha, RGB, RGBA) of 1 to 16
 // bits, all at full resolution (no subsampled components), in the sRGB,
-// grey or an unspecified colour space. Samples become 8-bit as in Pillow:
-// shifted by their precision minus 8.
+// grey or an unspecified colour space. Samples become 8-bit as in Pillow
+// (jp2mem.c's sl_jscale): shifted by their precision minus 8, rounded for
+// colour images and truncated for grey (Pillow's "I;16", high byte kept).
 type jp2Decoder struct {
 	st  *C.sl_jp2_state // C memory: messages
 	pix []byte          // decoded pixels, comps bytes each

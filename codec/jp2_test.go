@@ -91,3 +91,19 @@ func TestJP2Limits(t *testing.T) {
 		t.Logf("%v", err)
 	}
 }
+
+// TestJP2RGB16: colour samples over 8 bits are rounded to 8 bits, as
+// Pillow does (rgb16.j2k holds pattern8 in the high bytes and (x+y)&255 in
+// the low ones), but clipped at 255 where Pillow wraps to 0.
+func TestJP2RGB16(t *testing.T) {
+	checkAllColors(t, readFormatFile(t, "rgb16.j2k"), patternW, patternH, func(x, y int) color.NRGBA {
+		n := pattern8(x, y)
+		up := func(v byte) byte {
+			if (x+y)&255 >= 128 && v < 255 {
+				return v + 1
+			}
+			return v
+		}
+		return color.NRGBA{up(n.R), up(n.G), up(n.B), 0xFF}
+	})
+}

@@ -140,12 +140,20 @@ sl_jp2_info sl_jp2_header(const unsigned char *src, size_t n, int jp2, sl_jp2_st
 	return r;
 }
 
-// sl_jscale is Pillow's conversion of a sample of prec bits to 8 bits:
-// signed samples are offset to unsigned, then shifted, then truncated to
-// a byte.
-static inline unsigned char sl_jscale(int32_t v, uint32_t prec, uint32_t sgnd) {
+// sl_jscale brings a sample of prec bits to 8 bits as Pillow does: signed
+// samples are offset to unsigned, then shifted by prec - 8. Pillow rounds
+// the downshift of colour images (2 to 4 components), round set here, and
+// then wraps values that round past 255 to 0; this clips them to 255
+// instead. One component over 8 bits is "I;16" in Pillow, of which the
+// project keeps the high byte, as for 16-bit PNG: truncation.
+static inline unsigned char sl_jscale(int32_t v, uint32_t prec, uint32_t sgnd, int round) {
 	uint32_t u = (uint32_t)v + (sgnd ? 1u << (prec - 1) : 0);
-	return (unsigned char)(prec > 8 ? u >> (prec - 8) : u << (8 - prec));
+	if (prec <= 8)
+		return (unsigned char)(u << (8 - prec));
+	if (round)
+		u += 1u << (prec - 9);
+	u >>= prec - 8;
+	return (unsigned char)(u > 255 ? 255 : u);
 }
 
 int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
@@ -197,7 +205,7 @@ int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info
 		const int32_t *d = cp->data;
 		unsigned char *o = dst + k;
 		for (uint64_t i = 0, np = (uint64_t)w * h; i < np; i++, o += nc)
-			*o = sl_jscale(d[i], cp->prec, cp->sgnd);
+			*o = sl_jscale(d[i], cp->prec, cp->sgnd, nc > 1);
 	}
 done:
 	sl_jclose(s, c, img);

@@ -6,8 +6,8 @@
 Every image is the pattern that codec's tests compute too (pattern8 and
 pattern16 in formats_test.go), so lossless files must decode to it
 exactly. Pillow writes most files; tiffcp (libtiff-tools) writes tiles and
-YCbCr JPEG, and 16-bit RGB TIFF is written by hand, since Pillow has no
-16-bit RGB mode.
+YCbCr JPEG, opj_compress (libopenjp2-tools) 16-bit RGB JPEG 2000, and
+16-bit RGB TIFF is written by hand, since Pillow has no 16-bit RGB mode.
 """
 
 import pathlib
@@ -63,6 +63,19 @@ def raw_tiff(path, a, photometric=None):
     path.write_bytes(out + data)
 
 
+def pnm(path, a, maxval):
+    """A binary PGM or PPM of a uint16 array with the given maxval."""
+    magic = b"P5" if a.ndim == 2 else b"P6"
+    h, w = a.shape[:2]
+    path.write_bytes(magic + f"\n{w} {h}\n{maxval}\n".encode() + a.astype(">u2").tobytes())
+    return path
+
+
+def opj_compress(src, dst, *args):
+    subprocess.run(["opj_compress", "-i", str(src), "-o", str(dst), *args], check=True, stdout=subprocess.DEVNULL)
+    return dst
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     rgb = Image.fromarray(pattern8())
@@ -91,6 +104,9 @@ def main():
     Image.fromarray(pattern16()[:, :, 0]).save(OUT / "gray16.j2k", irreversible=False)
     Image.fromarray(a, "RGBA").save(OUT / "rgba.jp2", irreversible=False)
     rgb.save(OUT / "rgb_tiled.jp2", irreversible=False, tile_size=(16, 16))
+    ppm = pnm(OUT / "rgb16.ppm", pattern16(), 65535)
+    opj_compress(ppm, OUT / "rgb16.j2k", "-n", "3")  # resolutions: the image is small
+    ppm.unlink()
 
 
 if __name__ == "__main__":
