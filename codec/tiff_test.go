@@ -10,7 +10,7 @@ import (
 func TestTIFFLossless(t *testing.T) {
 	for _, name := range []string{
 		"rgb_raw.tif", "rgb_tiff_lzw.tif", "rgb_tiff_adobe_deflate.tif", "rgb_packbits.tif",
-		"rgb_tiled.tif", "pages.tif", "rgb16_raw.tif", "rgb16_lzw.tif",
+		"rgb_tiled.tif", "pages.tif", "rgb16_raw.tif", "rgb16_lzw.tif", "rgb16_bigendian.tif",
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkAllColors(t, readFormatFile(t, name), patternW, patternH, func(x, y int) color.NRGBA { return pattern8(x, y) })

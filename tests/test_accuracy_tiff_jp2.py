@@ -70,6 +70,8 @@ def tiff_files(corpus, tmp):
     out["rgb16_raw"] = tmp / "rgb16_raw.tif"
     raw_tiff(out["rgb16_raw"], rgb16(corpus))
     out["rgb16_deflate"] = tiffcp(out["rgb16_raw"], tmp / "rgb16_deflate.tif", "-c", "zip")
+    out["rgb16_bigendian"] = tiffcp(out["rgb16_raw"], tmp / "rgb16_bigendian.tif", "-B", "-c", "lzw")
+    out["gray16_bigendian"] = tiffcp(out["gray16_lzw"], tmp / "gray16_bigendian.tif", "-B")
     save("rgba_lzw", Image.open(corpus / RGBA), compression="tiff_lzw")
     save("palette_packbits", Image.open(corpus / PALETTE), compression="packbits")
     save("pages", photo, save_all=True, append_images=[Image.open(corpus / PHOTO2)], compression="tiff_lzw")

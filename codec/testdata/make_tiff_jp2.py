@@ -90,6 +90,7 @@ def main():
     raw_tiff(OUT / "rgb16_raw.tif", pattern16())
     raw_tiff(OUT / "gray_miniswhite.tif", 255 - pattern8()[:, :, 0], photometric=0)
     subprocess.run(["tiffcp", "-c", "lzw", OUT / "rgb16_raw.tif", OUT / "rgb16_lzw.tif"], check=True)
+    subprocess.run(["tiffcp", "-B", "-c", "zip", OUT / "rgb16_raw.tif", OUT / "rgb16_bigendian.tif"], check=True)
     subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", "-c", "lzw", OUT / "rgb_raw.tif", OUT / "rgb_tiled.tif"], check=True)
     subprocess.run(["tiffcp", "-c", "jpeg:90", OUT / "rgb_raw.tif", OUT / "ycbcr_jpeg.tif"], check=True)
     rgb.save(OUT / "pages.tif", save_all=True, append_images=[rgb.convert("L")], compression="tiff_lzw")
