@@ -1,4 +1,5 @@
 // libtiff over a memory buffer, for tiff.go; see tiffmem.h.
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,14 +86,19 @@ static int sl_on_warning(TIFF *tif, void *ud, const char *module, const char *fm
 	return 1;
 }
 
-static TIFF *sl_open(sl_mem *m, uint64_t maxalloc, sl_tiff_state *st) {
-	// The global handlers print to stderr; the few messages that libtiff
-	// still sends there (not through a handle) are dropped instead. Every
-	// call sets the same values, so racing calls agree.
+// The global handlers print to stderr; the few messages that libtiff
+// still sends there (not through a handle) are dropped instead.
+static void sl_quiet_globals(void) {
 	TIFFSetErrorHandler(NULL);
 	TIFFSetWarningHandler(NULL);
 	TIFFSetErrorHandlerExt(NULL);
 	TIFFSetWarningHandlerExt(NULL);
+}
+
+static pthread_once_t sl_quiet_once = PTHREAD_ONCE_INIT;
+
+static TIFF *sl_open(sl_mem *m, uint64_t maxalloc, sl_tiff_state *st) {
+	pthread_once(&sl_quiet_once, sl_quiet_globals);
 	memset(st->err, 0, sizeof st->err);
 	memset(st->warn, 0, sizeof st->warn);
 	st->nerr = st->nwarn = 0;
