@@ -16,24 +16,34 @@ BUILD    := build
 CORPUS   ?= $(abspath ../shared/corpus)
 export SLUICE_CORPUS ?= $(CORPUS)
 
-.PHONY: all build setup deps test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
+.PHONY: all build setup deps pic-libs test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean \
 	chart-tools chart-check chart-schemas
 
 all: build
 
-# System packages: libjpeg-turbo's static TurboJPEG library (linked into
-# every binary, so none is needed at run time), libtiff and OpenJPEG.
+# System packages: the -dev packages of the image libraries whose Debian
+# source, at the installed version, scripts/pic-libs.sh builds (statically
+# linked into every binary, so none is needed at run time), and its build
+# tools.
+PIC_DEPS := libturbojpeg0-dev zlib1g-dev libwebp-dev libtiff-dev libopenjp2-7-dev libdav1d-dev \
+	cmake meson ninja-build nasm dpkg-dev
 deps:
-	@dpkg -s libturbojpeg0-dev libtiff-dev libopenjp2-7-dev >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0-dev libtiff-dev libopenjp2-7-dev; }
+	@dpkg -s $(PIC_DEPS) >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PIC_DEPS); }
+
+# The image libraries as static PIC archives, headers included, in
+# build/pic (scripts/pic-libs.sh says why and what is there); every cgo
+# build links them. Quick when up to date.
+pic-libs: deps
+	scripts/pic-libs.sh $(BUILD)/pic
 
 # For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
 # custom progressive scan scripts, tiled and YCbCr JPEG TIFFs, 16-bit RGB
-# JPEG 2000): libjpeg's
-# headers (internal/testimg encodes through the libjpeg API of
-# libturbojpeg.a), cjpeg (tests/test_accuracy.py), tiffcp and opj_compress
-# (tests/test_accuracy_tiff_jp2.py, codec/testdata/make_tiff_jp2.py).
+# JPEG 2000): libjpeg's headers (internal/testimg encodes through the
+# libjpeg API of libturbojpeg.a), cjpeg (tests/test_accuracy.py), tiffcp and
+# opj_compress (tests/test_accuracy_tiff_jp2.py, make_tiff_jp2.py in
+# codec/testdata).
 test-deps: deps
 	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools libopenjp2-tools >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs \
@@ -46,27 +56,28 @@ $(VENV)/.stamp: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-setup: test-deps venv
+setup: test-deps pic-libs venv
 
-build: deps
+build: pic-libs
 	$(GO) build -o $(BUILD)/sluice ./cmd/sluice
 
 # The Triton backend, a C shared library that tritonserver loads from
 # <backend-directory>/sluice/. go build also writes a C header of the
 # exported functions next to it; nothing uses that (Triton declares the
 # entry points itself), so it is removed and the folder deploys as it is.
+#
+# --exclude-libs: the static image libraries' symbols stay local to the .so,
+# so a libjpeg, libtiff, ... that another part of the process loaded can
+# neither take over our calls nor see ours. cgo/symbols_test.go builds with
+# this line's flags.
 BACKEND_SO := $(BUILD)/backends/sluice/libtriton_sluice.so
-backend: turbojpeg-pic
-	$(GO) build -buildmode=c-shared -o $(BACKEND_SO) ./cgo
+BACKEND_LDFLAGS := -extldflags=-Wl,--exclude-libs,ALL
+backend: pic-libs
+	$(GO) build -buildmode=c-shared -ldflags='$(BACKEND_LDFLAGS)' -o $(BACKEND_SO) ./cgo
 	rm -f $(BACKEND_SO:.so=.h)
 
-# A PIC libturbojpeg.a for the backend: Debian's cannot be linked into a
-# shared object (scripts/turbojpeg-pic.sh says why). Quick when up to date.
-turbojpeg-pic: deps
-	scripts/turbojpeg-pic.sh $(BUILD)/turbojpeg-pic
-
 # gofmt's own failure (a file that does not parse) fails too.
-vet: test-deps
+vet: test-deps pic-libs
 	@out=$$(gofmt -l $$(git ls-files '*.go')) || { echo "gofmt failed"; exit 1; }; \
 	  test -z "$$out" || { echo "$$out"; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
@@ -78,10 +89,10 @@ CUDA_HEADERS := $(abspath $(BUILD)/cuda-headers)
 cuda-headers: venv
 	scripts/cuda_headers.sh $(CUDA_HEADERS) $(VENV)/bin/python
 
-# turbojpeg-pic: cgo's test builds the backend library and checks its symbols.
+# pic-libs: cgo's test builds the backend library and checks its symbols.
 # The output is plain go test's, plus a line naming the tests skipped and
 # why (GPU tests on a host without one: scripts/gotest_summary.py).
-gotest: test-deps turbojpeg-pic cuda-headers
+gotest: test-deps pic-libs cuda-headers
 	@mkdir -p $(BUILD)
 	{ $(GO) test -json ./...; echo $$? > $(BUILD)/gotest.rc; } | $(PYTHON) scripts/gotest_summary.py; \
 	  exit $$(cat $(BUILD)/gotest.rc)
@@ -97,7 +108,7 @@ pytest: build venv test-deps
 # Plants small defects in the operators, one at a time, and checks that
 # go test ./ops and the accuracy tests both fail on each
 # (scripts/mutation_check.sh; a few minutes; needs the corpus).
-mutation: deps venv
+mutation: pic-libs venv
 	scripts/mutation_check.sh $(VENV)/bin/python
 
 test: vet gotest pytest mutation test-triton test-client chart-check
@@ -206,7 +217,7 @@ bench-cpu: build venv
 # A count, not a duration: time-based -fuzztime can end in a spurious
 # "context deadline exceeded" with Go 1.26 (golang/go#75804).
 FUZZTIME ?= 500000x
-fuzz: test-deps
+fuzz: test-deps pic-libs
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
@@ -238,7 +249,7 @@ ptx:
 # .bench/gpu; there, `scripts/gpu.sh run` runs the tests (under
 # compute-sanitizer too) and scripts/bench_gpu.py (Sluice vs torchvision
 # vs OpenCV). On a GPU machine with Go, bench-gpu runs the benchmark alone.
-gpu-build: deps
+gpu-build: pic-libs
 	scripts/gpu.sh build
 
 bench-gpu: build

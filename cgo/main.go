@@ -1,9 +1,10 @@
 // Command cgo is Sluice's Triton backend, built as a C shared library that
 // tritonserver loads as backends/sluice/libtriton_sluice.so:
 //
-//	go build -buildmode=c-shared -o build/backends/sluice/libtriton_sluice.so ./cgo
+//	go build -buildmode=c-shared -ldflags='-extldflags=-Wl,--exclude-libs,ALL' \
+//	  -o build/backends/sluice/libtriton_sluice.so ./cgo
 //
-// (make backend). It is the only code that speaks Triton's C ABI: the
+// (make backend, whose BACKEND_LDFLAGS these are). It is the only code that speaks Triton's C ABI: the
 // TRITONBACKEND_* entry points Triton calls, and adapters that present
 // Triton's requests and responses to package backend, which does the work.
 //

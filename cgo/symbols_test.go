@@ -26,24 +26,27 @@ var entryPoints = []string{
 // shared object; nothing calls them.
 var toolchainWeak = []string{"__gmon_start__", "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__cxa_finalize"}
 
-// Libraries the backend may need at run time: the C library's parts.
-// libturbojpeg in particular must not be one: Triton's images lack it.
+// Libraries the backend may need at run time: the C library's parts. The
+// image libraries (build/pic: libjpeg-turbo, libwebp, libtiff, zlib,
+// OpenJPEG, dav1d) in particular must not be: Triton's images lack them.
 var allowedNeeded = []string{"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "ld-linux-x86-64.so.2"}
 
 // TestSharedLibrarySymbols builds the backend as make backend does and
 // checks what it needs from the process that loads it: Triton's functions
 // (weak, bound at dlopen, exactly those triton.h declares) and glibc,
-// nothing else; and that it exports every entry point.
+// nothing else; that it exports every entry point; and that it exports
+// none of the static libraries' symbols.
 func TestSharedLibrarySymbols(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the shared library")
 	}
-	pic := filepath.Join("..", "build", "turbojpeg-pic", "libturbojpeg.a")
-	if _, err := os.Stat(pic); err != nil {
-		t.Skipf("no %s: make turbojpeg-pic builds it (Debian's libturbojpeg.a cannot go into a shared object)", pic)
+	picLib := filepath.Join("..", "build", "pic", "lib")
+	archives, _ := filepath.Glob(filepath.Join(picLib, "*.a"))
+	if !slices.Contains(archives, filepath.Join(picLib, "libturbojpeg.a")) {
+		t.Skipf("no %s/libturbojpeg.a: make pic-libs builds the image libraries (Debian's static ones cannot go into a shared object)", picLib)
 	}
 	so := filepath.Join(t.TempDir(), "libtriton_sluice.so")
-	cmd := exec.Command(goTool(), "build", "-buildmode=c-shared", "-o", so, ".")
+	cmd := exec.Command(goTool(), "build", "-buildmode=c-shared", "-ldflags="+backendLDFlags(t), "-o", so, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, out)
 	}
@@ -79,6 +82,20 @@ func TestSharedLibrarySymbols(t *testing.T) {
 			t.Errorf("entry point %s: exported with type %q, want T", e, kind)
 		}
 	}
+	// A library symbol in the dynamic table could bind to another copy of
+	// that library in the process (or lend ours to it).
+	for _, a := range archives {
+		var leaked []string
+		for _, name := range archiveSymbols(t, a) {
+			if _, ok := exported[name]; ok {
+				leaked = append(leaked, name)
+			}
+		}
+		if len(leaked) > 0 {
+			t.Errorf("the library exports %d symbols of %s, e.g. %v: they should stay local (--exclude-libs)",
+				len(leaked), filepath.Base(a), leaked[:min(len(leaked), 5)])
+		}
+	}
 
 	f, err := elf.Open(so)
 	if err != nil {
@@ -97,6 +114,43 @@ func TestSharedLibrarySymbols(t *testing.T) {
 }
 
 type symbol struct{ kind, name string }
+
+// backendLDFlags is the Makefile's BACKEND_LDFLAGS, so this test builds
+// the library as make backend does.
+func backendLDFlags(t *testing.T) string {
+	t.Helper()
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "BACKEND_LDFLAGS := "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("the Makefile sets no BACKEND_LDFLAGS")
+	return ""
+}
+
+// archiveSymbols lists the global symbols a static archive defines.
+func archiveSymbols(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("nm", "--defined-only", "--extern-only", "--format=posix", path).Output()
+	if err != nil {
+		t.Fatalf("nm %s: %v", path, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// "name type value size"; member headers end in ':' and have one field.
+		if f := strings.Fields(line); len(f) >= 2 && !strings.HasSuffix(f[0], ":") {
+			names = append(names, f[0])
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("nm %s listed no symbols", path)
+	}
+	return names
+}
 
 // nm lists the dynamic symbols of a shared object: "nm -D <flag>", one
 // "[address] type name[@version]" per line.

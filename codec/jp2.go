@@ -1,8 +1,8 @@
 package codec
 
 /*
-#cgo CFLAGS: -I/usr/include/openjpeg-2.5
-#cgo LDFLAGS: -lopenjp2
+#cgo CFLAGS: -I${SRCDIR}/../build/pic/include/openjpeg-2.5
+#cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libopenjp2.a -lm
 #include <stdlib.h>
 #include <openjpeg.h>
 #include "jp2mem.h"

@@ -1,7 +1,8 @@
 package codec
 
 /*
-#cgo LDFLAGS: -l:libturbojpeg.a
+#cgo CFLAGS: -I${SRCDIR}/../build/pic/include
+#cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libturbojpeg.a
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>

@@ -1,7 +1,8 @@
 package codec
 
 /*
-#cgo LDFLAGS: -ltiff
+#cgo CFLAGS: -I${SRCDIR}/../build/pic/include
+#cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libtiff.a -l:libturbojpeg.a -l:libz.a -lm
 #include <stdlib.h>
 #include "tiffmem.h"
 */

@@ -50,7 +50,7 @@ build() {
 	# Only what this script writes, so a DIR holding other files keeps them.
 	rm -rf "$dir/sluice" "$dir"/*.test "$dir/corpus" "$dir/manifest.txt" "$dir/build.log" "$dir/out"
 
-	make -s test-deps || { echo "make test-deps failed (libturbojpeg0-dev, libjpeg-dev)" >&2; return 1; }
+	make -s test-deps pic-libs || { echo "make test-deps pic-libs failed (the image libraries, libjpeg-dev)" >&2; return 1; }
 	# -s -w: no symbol table or DWARF, about half the size; Go's own
 	# tracebacks still work (they use the pclntab).
 	local ldflags='-s -w'

@@ -3,7 +3,7 @@ Triton version (no Docker needed: the files are read, nothing is built).
 
 The image must build the backend the way a developer does (`make backend
 build`, so the flags are the Makefile's), install what the Makefile and
-scripts/turbojpeg-pic.sh need, copy the backend to where Triton looks for
+scripts/pic-libs.sh need, copy the backend to where Triton looks for
 it, and run the Triton release the real-server tests use.
 """
 
@@ -101,19 +101,21 @@ def test_builds_with_the_makefile_targets(docker):
         assert not re.match(r"(CGO_\w+|GOFLAGS|CC|CFLAGS|LDFLAGS)\b", env), f"flag override in the image: {env}"
     # The Makefile still has those targets.
     mk = (ROOT / "Makefile").read_text()
-    for t in ("backend", "build", "turbojpeg-pic", "deps"):
+    for t in ("backend", "build", "pic-libs", "deps"):
         assert re.search(rf"^{re.escape(t)}:", mk, re.M), f"Makefile lost target {t}"
 
 
 def test_installs_what_the_build_installs_itself(docker):
-    """The packages `make deps` and scripts/turbojpeg-pic.sh would install,
+    """The packages `make deps` and scripts/pic-libs.sh would install,
     installed up front (one cached layer)."""
     runs = " ".join(stage(docker, "build").instr("RUN"))
     assert "apt-get install" in runs
     installed = set(re.findall(r"[\w.+-]+", runs.split("apt-get install", 1)[1].split("&&", 1)[0]))
-    want = set(re.findall(r"apt-get install[^;]*?\b(libturbojpeg0-dev)\b", (ROOT / "Makefile").read_text()))
-    want |= set(re.findall(r"missing\+=\(([\w.+-]+)\)", (ROOT / "scripts" / "turbojpeg-pic.sh").read_text()))
-    assert {"libturbojpeg0-dev", "cmake", "nasm", "dpkg-dev"} <= want, want
+    pic_deps = re.search(r"^PIC_DEPS := ((?:.*\\\n)*.*)$", (ROOT / "Makefile").read_text(), re.M)
+    assert pic_deps, "the Makefile lost PIC_DEPS"
+    want = set(re.findall(r"[\w.+-]+", pic_deps.group(1)))
+    want |= set(re.findall(r"missing\+=\(([\w.+-]+)\)", (ROOT / "scripts" / "pic-libs.sh").read_text()))
+    assert {"libturbojpeg0-dev", "libwebp-dev", "cmake", "meson", "nasm", "dpkg-dev"} <= want, want
     assert want <= installed, f"build stage does not install {sorted(want - installed)}"
 
 
@@ -161,7 +163,7 @@ def test_dockerignore_keeps_the_sources():
             if not q.startswith("!")
         )
 
-    for kept in ("Makefile", "go.mod", "go.sum", "scripts/turbojpeg-pic.sh", "cgo/main.go", "cgo/shim.c",
+    for kept in ("Makefile", "go.mod", "go.sum", "scripts/pic-libs.sh", "cgo/main.go", "cgo/shim.c",
                  "codec", "model_repository/preprocess_imagenet/1/model.sluice", "docker/Dockerfile"):  # fmt: skip
         assert not ignored(kept), f".dockerignore leaves out {kept}, which the build needs"
     for gone in ("build", ".venv-triton", ".venv", ".git"):

@@ -1,7 +1,8 @@
 package testimg
 
 /*
-#cgo LDFLAGS: -l:libturbojpeg.a
+#cgo CFLAGS: -I${SRCDIR}/../../build/pic/include
+#cgo LDFLAGS: -L${SRCDIR}/../../build/pic/lib -l:libturbojpeg.a
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>

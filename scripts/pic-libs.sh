@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Builds the image libraries Sluice links statically, as position-independent
+# code, into one prefix:
+#
+#   scripts/pic-libs.sh PREFIX        (make pic-libs: PREFIX = build/pic)
+#
+# PREFIX/lib                          PREFIX/include
+#   libturbojpeg.a  TurboJPEG API and     turbojpeg.h, jpeglib.h, jconfig.h,
+#                   libjpeg's API (there   jmorecfg.h, jerror.h
+#                   is no separate libjpeg.a: link this one for jpeg_*)
+#   libwebp.a, libwebpdemux.a,            webp/decode.h, webp/demux.h, ...
+#   libsharpyuv.a (if the version has it)
+#   libtiff.a       LZW, Deflate, PackBits, JPEG, ...  tiffio.h, tiff.h, ...
+#                   (needs libturbojpeg.a, libz.a, -lm)
+#   libz.a                                zlib.h, zconf.h
+#   libopenjp2.a                          openjpeg-2.5/openjpeg.h
+#   libdav1d.a      (needs -lpthread -lm) dav1d/dav1d.h
+#
+# Not here: libavif. The Debian archive this was written against serves
+# libavif's .dsc and debian.tar.xz but answers 404 for
+# libavif_0.11.1.orig.tar.gz (bookworm and bookworm-security alike), so
+# apt-get source cannot unpack it; dav1d, the AV1 decoder AVIF needs, is
+# here.
+#
+# A codec file points cgo at the prefix; static archives are searched in
+# command-line order, so each library comes before the ones it needs, e.g.
+#
+#   #cgo CFLAGS: -I${SRCDIR}/../build/pic/include
+#   #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libtiff.a -l:libturbojpeg.a -l:libz.a -lm
+#
+# (-L directories are searched before the system's, so these copies win over
+# any Debian libfoo.a; -l:name.a never picks a shared library.)
+#
+# Why: the Triton backend is a shared object that must need nothing but glibc
+# at run time, so these libraries go into it statically, and Debian's static
+# libraries cannot: they are compiled as PIE, with the local-exec TLS model
+# (libturbojpeg.a: "relocation R_X86_64_TPOFF32 against `errStr' can not be
+# used when making a shared object"). Each is built here from the Debian 12
+# source package of the installed -dev package's exact version, with
+# Debian's patches, with -fPIC, and with only the features a decoder needs
+# (libtiff: no jbig, lzma, zstd, lerc, webp, libdeflate).
+#
+# The source comes from apt-get source, run against a private deb-src copy of
+# the system's apt sources (/etc/apt is left alone). Missing build tools are
+# installed with apt-get, which needs root. A library whose stamp
+# (PREFIX/stamps/SOURCE) matches the installed version and this script is
+# not rebuilt, so a rerun with nothing to do takes well under a second.
+set -euo pipefail
+
+OUT=${1:?usage: scripts/pic-libs.sh PREFIX}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+log() { echo "pic-libs.sh: $*" >&2; }
+die() { echo "pic-libs.sh: ERROR: $*" >&2; exit 1; }
+
+# Build order: libtiff needs zlib's and libjpeg's headers and libraries. Each entry: the -dev package whose source version is
+# built, and the build function.
+LIBS=(
+  "zlib1g-dev build_zlib"
+  "libturbojpeg0-dev build_jpeg"
+  "libwebp-dev build_webp"
+  "libtiff-dev build_tiff"
+  "libopenjp2-7-dev build_openjpeg"
+  "libdav1d-dev build_dav1d"
+)
+# Raise RECIPE when a change to this script changes what it builds (an
+# option, a library added): every stamp then goes stale.
+RECIPE=r1
+
+# Which libraries are stale.
+todo=()
+for entry in "${LIBS[@]}"; do
+  read -r pkg fn <<<"$entry"
+  ver=$(dpkg-query -W -f='${source:Version}' "$pkg" 2>/dev/null) || die "$pkg is not installed (make deps)"
+  src=$(dpkg-query -W -f='${source:Package}' "$pkg")
+  [ "$(cat "$OUT/stamps/$src" 2>/dev/null)" = "$src $ver $RECIPE" ] || todo+=("$src $ver $fn")
+done
+[ ${#todo[@]} -gt 0 ] || exit 0
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v meson >/dev/null || missing+=(meson)             # dav1d
+command -v ninja >/dev/null || missing+=(ninja-build)       # dav1d
+command -v nasm >/dev/null || missing+=(nasm)               # libjpeg-turbo's and dav1d's SIMD code
+command -v dpkg-source >/dev/null || missing+=(dpkg-dev)    # apt-get source unpacks with it
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2 ||
+    { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2; }; } ||
+    die "apt-get install ${missing[*]} failed (needs root)"
+fi
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+APT=$WORK/apt
+mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/sources.list.d"
+# deb-src twins of the enabled system sources, in both formats.
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -e "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" > "$APT/sources.list.d/$(basename "$f")"
+done
+cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+  sed -n 's/^deb\([[:space:]]\)/deb-src\1/p' > "$APT/sources.list" || true
+APTO=(-o "Dir::Etc::SourceList=$APT/sources.list" -o "Dir::Etc::SourceParts=$APT/sources.list.d"
+      -o "Dir::State::Lists=$APT/lists" -o "Dir::Cache=$APT/cache"
+      -o "APT::Sandbox::User=$(id -un)") # the private dirs are ours, not _apt's
+# A third-party source without deb-src makes update report an error; the
+# distribution's own sources are what matters, and source says if they fail.
+apt-get -qq "${APTO[@]}" update >&2 || log "apt-get update reported errors; trying the downloads anyway"
+
+JOBS=$(nproc)
+# Build types pick the optimization; -fPIC also reaches code that ignores
+# CMAKE_POSITION_INDEPENDENT_CODE (assembly wrappers, zlib's configure).
+export CFLAGS="-fPIC" CXXFLAGS="-fPIC"
+# Only the prefix's own libraries, should a build look for another.
+export PKG_CONFIG_LIBDIR=$OUT/lib/pkgconfig PKG_CONFIG_PATH=
+CMAKE_COMMON=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF
+              -DCMAKE_INSTALL_PREFIX="$OUT" -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_PREFIX_PATH="$OUT"
+              -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+
+# run LOG CMD...: runs CMD with its output in LOG, shown (its end) on failure.
+run() {
+  local logf=$1; shift
+  "$@" >>"$logf" 2>&1 || { tail -40 "$logf" >&2; die "failed: $*"; }
+}
+
+build_zlib() { # $1 source dir, $2 log
+  (cd "$1" && CFLAGS="-O3 -fPIC" run "$2" ./configure --static --prefix="$OUT" --libdir="$OUT/lib" &&
+    run "$2" make -j"$JOBS" libz.a && run "$2" make install)
+}
+
+build_jpeg() {
+  # Only the static TurboJPEG library (it holds libjpeg's API too) and the
+  # headers: the tools and tests would take most of the time.
+  run "$2" cmake -S "$1" -B "$1/_b" "${CMAKE_COMMON[@]}" -DENABLE_SHARED=OFF -DENABLE_STATIC=ON \
+    -DWITH_JAVA=OFF -DREQUIRE_SIMD=ON
+  run "$2" cmake --build "$1/_b" --target turbojpeg-static -j"$JOBS"
+  mkdir -p "$OUT/lib" "$OUT/include"
+  cp "$1/_b/libturbojpeg.a" "$OUT/lib/"
+  cp "$1/turbojpeg.h" "$1/jpeglib.h" "$1/jmorecfg.h" "$1/jerror.h" "$1/_b/jconfig.h" "$OUT/include/"
+}
+
+build_webp() {
+  run "$2" cmake -S "$1" -B "$1/_b" "${CMAKE_COMMON[@]}" -DWEBP_BUILD_ANIM_UTILS=OFF -DWEBP_BUILD_CWEBP=OFF \
+    -DWEBP_BUILD_DWEBP=OFF -DWEBP_BUILD_GIF2WEBP=OFF -DWEBP_BUILD_IMG2WEBP=OFF -DWEBP_BUILD_VWEBP=OFF \
+    -DWEBP_BUILD_WEBPINFO=OFF -DWEBP_BUILD_WEBPMUX=OFF -DWEBP_BUILD_EXTRAS=OFF -DWEBP_BUILD_LIBWEBPMUX=OFF
+  run "$2" cmake --build "$1/_b" -j"$JOBS"
+  run "$2" cmake --install "$1/_b"
+}
+
+build_tiff() {
+  # Baseline codecs (LZW, PackBits, ...) are built in; Deflate from zlib
+  # and JPEG from libjpeg-turbo come from the prefix; everything that
+  # would need another library is off.
+  run "$2" cmake -S "$1" -B "$1/_b" "${CMAKE_COMMON[@]}" -Dtiff-tools=OFF -Dtiff-tests=OFF -Dtiff-contrib=OFF \
+    -Dtiff-docs=OFF -Dtiff-deprecated=OFF -Dcxx=OFF -Dzlib=ON -Dlibdeflate=OFF -Djpeg=ON -Dold-jpeg=ON -Djpeg12=OFF \
+    -Djbig=OFF -Dlerc=OFF -Dlzma=OFF -Dzstd=OFF -Dwebp=OFF -Dpixarlog=ON \
+    -DZLIB_INCLUDE_DIR="$OUT/include" -DZLIB_LIBRARY="$OUT/lib/libz.a" \
+    -DJPEG_INCLUDE_DIR="$OUT/include" -DJPEG_LIBRARY="$OUT/lib/libturbojpeg.a"
+  run "$2" cmake --build "$1/_b" --target tiff -j"$JOBS"
+  run "$2" cmake --install "$1/_b/libtiff"
+}
+
+build_openjpeg() {
+  run "$2" cmake -S "$1" -B "$1/_b" "${CMAKE_COMMON[@]}" -DBUILD_STATIC_LIBS=ON -DBUILD_CODEC=OFF \
+    -DBUILD_TESTING=OFF -DBUILD_DOC=OFF -DBUILD_JPIP=OFF -DBUILD_JPWL=OFF -DBUILD_MJ2=OFF
+  run "$2" cmake --build "$1/_b" -j"$JOBS"
+  run "$2" cmake --install "$1/_b"
+}
+
+build_dav1d() {
+  run "$2" meson setup "$1/_b" "$1" --prefix="$OUT" --libdir=lib --buildtype=release -Ddefault_library=static \
+    -Db_staticpic=true -Denable_tools=false -Denable_tests=false -Denable_examples=false
+  run "$2" ninja -C "$1/_b" -j"$JOBS" install
+}
+
+mkdir -p "$OUT/stamps"
+for item in "${todo[@]}"; do
+  read -r src ver fn <<<"$item"
+  rm -f "$OUT/stamps/$src"
+  log "fetching the source of $src $ver"
+  mkdir -p "$WORK/$src"
+  (cd "$WORK/$src" && apt-get -qq "${APTO[@]}" source "$src=$ver" >"$WORK/$src.log" 2>&1) ||
+    { cat "$WORK/$src.log" >&2; die "apt-get source $src=$ver failed"; }
+  dir=$(find "$WORK/$src" -mindepth 1 -maxdepth 1 -type d | head -1)
+  [ -n "$dir" ] || die "apt-get source $src unpacked nothing"
+  log "building $(basename "$dir") with -fPIC"
+  start=$SECONDS
+  "$fn" "$dir" "$WORK/$src.log"
+  rm -rf "$dir"
+  echo "$src $ver $RECIPE" > "$OUT/stamps/$src"
+  log "built $src $ver in $((SECONDS - start))s"
+done
+log "$OUT is up to date"
