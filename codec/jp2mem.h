@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Not exported from the backend library: only package codec calls these.
+#define SL_HIDDEN __attribute__((visibility("hidden")))
+
 enum { SL_JP2_MSG_LEN = 256, SL_JP2_MAX_COMPS = 4 };
 
 typedef struct {
@@ -26,13 +29,13 @@ typedef struct {
 } sl_jp2_info;
 
 // jp2 is 1 for a JP2 file, 0 for a raw codestream.
-sl_jp2_info sl_jp2_header(const unsigned char *src, size_t n, int jp2, sl_jp2_state *st);
+SL_HIDDEN sl_jp2_info sl_jp2_header(const unsigned char *src, size_t n, int jp2, sl_jp2_state *st);
 
 // sl_jp2_decode decodes into dst as rows of pixels of want->comps 8-bit
 // samples, each sample scaled to 8 bits as Pillow does. Returns 0 on
 // success, 1 when OpenJPEG failed, 2 when the image differs from want, 3
 // when a JP2 palette or channel definitions changed the component count.
-int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
+SL_HIDDEN int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
                   size_t dstlen, sl_jp2_state *st);
 
 #endif

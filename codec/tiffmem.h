@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Not exported from the backend library: only package codec calls these.
+#define SL_HIDDEN __attribute__((visibility("hidden")))
+
 enum { SL_TIFF_MSG_LEN = 256 };
 
 // What one call leaves for Go: the first error and warning texts, and an
@@ -34,14 +37,14 @@ typedef struct {
 	int multipage;
 } sl_tiff_info;
 
-sl_tiff_info sl_tiff_header(const unsigned char *src, size_t n, uint64_t maxalloc, sl_tiff_state *st);
+SL_HIDDEN sl_tiff_info sl_tiff_header(const unsigned char *src, size_t n, uint64_t maxalloc, sl_tiff_state *st);
 
 // sl_tiff_decode reads the first image into dst as rows of width samples ×
 // spp, each sample bps/8 bytes in host byte order; YCbCr JPEG comes out as
 // 8-bit RGB. want is what the caller expects (its layout from
 // sl_tiff_header); it fails when the file now says otherwise.
 // Returns 0 on success, 1 when libtiff failed, 2 on a layout mismatch.
-int sl_tiff_decode(const unsigned char *src, size_t n, uint64_t maxalloc, const sl_tiff_info *want,
+SL_HIDDEN int sl_tiff_decode(const unsigned char *src, size_t n, uint64_t maxalloc, const sl_tiff_info *want,
                    unsigned char *dst, size_t dstlen, sl_tiff_state *st);
 
 #endif
