@@ -74,11 +74,10 @@ func (d *tiffDecoder) Close() {
 
 // tiffMaxAlloc bounds any single allocation libtiff makes: the decoded
 // image at 8 bytes a pixel (4 samples of 16 bits), or twice the input
-// (directories, tables), plus room for codec state. 0 means no limit.
+// (directories, tables), plus room for codec state. Reading the header
+// passes 0 pixels: it allocates no pixel buffer, only what the directory
+// holds, which the input bounds.
 func tiffMaxAlloc(inputLen, pixels int) uint64 {
-	if pixels <= 0 {
-		return 0
-	}
 	return uint64(max(8*pixels, 2*inputLen)) + 1<<20
 }
 
@@ -99,7 +98,7 @@ func (d *tiffDecoder) header(src []byte, maxPixels int) (tiffLayout, error) {
 		return tiffLayout{}, fmt.Errorf("codec: TIFF decoder used after Close")
 	}
 	r := C.sl_tiff_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
-		C.uint64_t(tiffMaxAlloc(len(src), maxPixels)), d.st)
+		C.uint64_t(tiffMaxAlloc(len(src), 0)), d.st)
 	if r.rc != 0 {
 		return tiffLayout{}, tiffError(C.GoString(&d.st.err[0]))
 	}
