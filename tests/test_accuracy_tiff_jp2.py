@@ -61,8 +61,11 @@ def tiff_files(corpus, tmp):
         save(f"rgb_{c}", photo, compression=c)
     save("rgb_jpeg", photo, compression="jpeg", quality=90)
     out["ycbcr_jpeg"] = tiffcp(out["rgb_raw"], tmp / "ycbcr_jpeg.tif", "-c", "jpeg:90", "-r", "32")
-    out["tiled_lzw"] = tiffcp(out["rgb_raw"], tmp / "tiled_lzw.tif", "-t", "-w", "64", "-l", "48", "-c", "lzw")
-    out["tiled_jpeg"] = tiffcp(out["rgb_raw"], tmp / "tiled_jpeg.tif", "-t", "-w", "128", "-l", "128", "-c", "jpeg:85")
+    out["tiled_lzw"] = tiffcp(out["rgb_raw"], tmp / "tiled_lzw.tif", "-t", "-w", "80", "-l", "112", "-c", "lzw")
+    out["tiled_jpeg"] = tiffcp(out["rgb_raw"], tmp / "tiled_jpeg.tif", "-t", "-w", "96", "-l", "80", "-c", "jpeg:85")
+    for name in ("tiled_lzw", "tiled_jpeg"):  # tiles that do not divide the image
+        assert Image.open(out[name]).tag_v2.get(322) in (80, 96), name
+    assert Image.open(out["ycbcr_jpeg"]).tag_v2[262] == 6  # YCbCr
     save("gray_deflate", photo.convert("L"), compression="tiff_adobe_deflate")
     out["gray_miniswhite"] = tmp / "gray_miniswhite.tif"
     raw_tiff(out["gray_miniswhite"], 255 - np.asarray(photo.convert("L")), photometric=0)
