@@ -57,6 +57,7 @@ func fuzzSeeds(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
+	formatSeeds(f, ".tif", ".jp2", ".j2k")
 	dir, err := findCorpus()
 	if err != nil {
 		return
@@ -87,37 +88,89 @@ func FuzzDecode(f *testing.F) {
 func fuzzDecoder(f *testing.F) {
 	d := NewDecoder()
 	f.Cleanup(d.Close)
+	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, d, data) })
+}
+
+// checkDecode decodes data with d in several option sets: it may fail only
+// with a classified *Error, and a success must have the size its header
+// promised.
+func checkDecode(t *testing.T, d *Decoder, data []byte) {
 	opts := []Options{
 		{Color: RGB, Orient: true},
 		{Color: Gray, Orient: true, Scale: 3},
 		{Color: BGRA, Scale: 1},
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const limit = 1 << 20 // keep each input cheap
-		h, err := d.Header(data, limit)
-		if err != nil {
+	const limit = 1 << 20 // keep each input cheap
+	h, err := d.Header(data, limit)
+	if err != nil {
+		checkFuzzErr(t, err)
+		return
+	}
+	if h.Width < 1 || h.Height < 1 || h.Width*h.Height > limit || h.Orientation < 1 || h.Orientation > 8 {
+		t.Fatalf("bad header %+v", h)
+	}
+	for _, o := range opts {
+		oh, ow, oc := h.OutSize(o)
+		sh, sw := h.ScaledSize(o.Scale)
+		if o.Orient {
+			sh, sw = OrientedDims(sh, sw, h.Orientation)
+		}
+		if oh != sh || ow != sw || oc != o.Color.Channels() || oh < 1 || ow < 1 {
+			t.Fatalf("header %+v: OutSize(%+v) = %d,%d,%d", h, o, oh, ow, oc)
+		}
+		dst := make([]byte, oh*ow*oc)
+		if err := d.Decode(dst, data, h, o); err != nil {
 			checkFuzzErr(t, err)
 			return
 		}
-		if h.Width < 1 || h.Height < 1 || h.Width*h.Height > limit || h.Orientation < 1 || h.Orientation > 8 {
-			t.Fatalf("bad header %+v", h)
-		}
-		for _, o := range opts {
-			oh, ow, oc := h.OutSize(o)
-			sh, sw := h.ScaledSize(o.Scale)
-			if o.Orient {
-				sh, sw = OrientedDims(sh, sw, h.Orientation)
-			}
-			if oh != sh || ow != sw || oc != o.Color.Channels() || oh < 1 || ow < 1 {
-				t.Fatalf("header %+v: OutSize(%+v) = %d,%d,%d", h, o, oh, ow, oc)
-			}
-			dst := make([]byte, oh*ow*oc)
-			if err := d.Decode(dst, data, h, o); err != nil {
-				checkFuzzErr(t, err)
-				return
+	}
+}
+
+// formatSeeds adds the files of testdata/formats whose names end in one of
+// exts (written by testdata/make_tiff_jp2.py).
+func formatSeeds(f *testing.F, exts ...string) {
+	entries, err := os.ReadDir(filepath.Join("testdata", "formats"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		for _, ext := range exts {
+			if filepath.Ext(e.Name()) == ext {
+				f.Add(readFormatFile(f, e.Name()))
 			}
 		}
+	}
+}
+
+// fuzzFormat fuzzes one format's decoder: inputs that mutation took out of
+// the format get its signature back in front, so that every input reaches
+// that decoder.
+func fuzzFormat(f *testing.F, name string, magic []byte) {
+	d := NewDecoder()
+	f.Cleanup(d.Close)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if Sniff(data) != name {
+			data = append(append([]byte(nil), magic...), data...)
+		}
+		checkDecode(t, d, data)
 	})
+}
+
+// FuzzTIFF: FuzzDecode's checks on TIFF inputs.
+func FuzzTIFF(f *testing.F) {
+	formatSeeds(f, ".tif")
+	f.Add([]byte("II*\x00\x08\x00\x00\x00"))
+	f.Add([]byte("MM\x00*\x00\x00\x00\x08\x00\x00"))
+	fuzzFormat(f, "TIFF", []byte("II*\x00"))
+}
+
+// FuzzJP2: FuzzDecode's checks on JPEG 2000 inputs (JP2 files and
+// codestreams).
+func FuzzJP2(f *testing.F) {
+	formatSeeds(f, ".jp2", ".j2k")
+	f.Add(j2kWithSIZ(64, 64, 16, 16, 3))
+	f.Add(j2kWithSIZ(100000, 10, 100000, 10, 1))
+	fuzzFormat(f, "JPEG 2000", []byte(j2kMagic))
 }
 
 func checkFuzzErr(t *testing.T, err error) {
