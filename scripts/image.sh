@@ -78,11 +78,12 @@ phase_end tools
 
 # ---------------------------------------------------------------- test bases
 phase_start bases
+"$REPO/scripts/image_bases.sh" ${REBUILD_BASES[@]+"${REBUILD_BASES[@]}"} >"$CACHE/bases.txt" || die "test bases failed"
 args=() BASE_IMAGE=""
 while IFS= read -r a; do
   args+=(--build-arg "$a")
   case "$a" in BASE_IMAGE=*) BASE_IMAGE=${a#BASE_IMAGE=} ;; esac
-done < <("$REPO/scripts/image_bases.sh" ${REBUILD_BASES[@]+"${REBUILD_BASES[@]}"})
+done <"$CACHE/bases.txt"
 [ -n "$BASE_IMAGE" ] || die "image_bases.sh named no BASE_IMAGE"
 phase_end bases
 

@@ -48,7 +48,7 @@ bh() { $BUILDAH "$@"; }
 have() { [ "$REBUILD" = 0 ] && bh inspect --type image "$1" >/dev/null 2>&1; }
 # A test base on top of the Debian one; its log is kept, shown on failure.
 bud() {
-  bh bud --isolation chroot --force-rm --pull=never --build-arg "DEBIAN_IMAGE=$DEBIAN" "$@" >"$CACHE/bud-base.log" 2>&1 ||
+  bh bud --isolation chroot --pull=never --build-arg "DEBIAN_IMAGE=$DEBIAN" "$@" >"$CACHE/bud-base.log" 2>&1 ||
     { tail -30 "$CACHE/bud-base.log" >&2; die "buildah bud $* failed (log: $CACHE/bud-base.log)"; }
 }
 mkdir -p "$CACHE"
