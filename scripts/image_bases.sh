@@ -9,7 +9,7 @@
 #       Debian 12 minbase from debootstrap, with the official image's deb822 apt sources
 #   localhost/sluice-testbase-golang:<GO>-bookworm   for golang:1.26-bookworm (build stage):
 #       the above plus this machine's Go tree (its version must be go.mod's)
-#   localhost/sluice-testbase-triton:2.51            for nvcr.io/nvidia/tritonserver:24.10-py3:
+#   localhost/sluice-testbase-triton:2.51            for NVIDIA's tritonserver:24.10-py3:
 #       the above plus tritonserver 2.51.0 of the nvidia-pytriton wheel (.venv-triton,
 #       make triton) in /opt/tritonserver as the NGC image lays it out
 #
