@@ -178,8 +178,8 @@ def test_dockerignore_keeps_the_sources():
 
 
 def test_kernels_stage_builds_the_ptx_with_make(docker):
-    """The PTX is rebuilt with `make ptx` and Debian's nvcc, and the build
-    stage embeds that one instead of the committed copy."""
+    """The PTX and the sm_90 cubin are rebuilt with `make ptx` and Debian's
+    nvcc, and the build stage embeds those instead of the committed copies."""
     kernels = stage(docker, "kernels")
     assert kernels.image == "debian:bookworm", kernels.image
     runs = " ".join(kernels.instr("RUN"))
@@ -187,7 +187,9 @@ def test_kernels_stage_builds_the_ptx_with_make(docker):
     assert re.search(r"\bmake ptx\b", runs), runs
     assert re.search(r"^ptx:", (ROOT / "Makefile").read_text(), re.M), "Makefile lost target ptx"
     copies = stage(docker, "build").instr("COPY")
-    assert any(re.fullmatch(r"--from=kernels\s+/src/kernels/sluice\.ptx\s+kernels/sluice\.ptx", c) for c in copies), copies
+    built = ("sluice.ptx", "sluice_sm90.cubin", "sluice_sm90.cubin.sha256")
+    want = r"--from=kernels\s+" + r"\s+".join(re.escape("/src/kernels/" + f) for f in built) + r"\s+kernels/"
+    assert any(re.fullmatch(want, c) for c in copies), copies
 
 
 def test_every_base_is_a_build_argument(docker):
