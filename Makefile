@@ -221,6 +221,8 @@ fuzz: test-deps pic-libs
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzWebP -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzBMP -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzPNM -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzTIFF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzJP2 -fuzztime $(FUZZTIME) ./codec/
