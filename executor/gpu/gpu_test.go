@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/gputest"
@@ -671,5 +674,45 @@ func TestGPUDestinations(t *testing.T) {
 				t.Errorf("output %d sample %d (device %v) differs from the host run", i, s, dst[i][s].Dev != 0)
 			}
 		}
+	}
+}
+
+// A large image's scratch stays with its CPU worker while batches keep
+// coming, and goes once the GPU's decoders have been idle for idleRelease.
+func TestGPUIdleSweep(t *testing.T) {
+	gputest.Require(t)
+	g, err := New(compile(t, fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// A PNG decodes on a CPU worker into pinned memory of 4 bytes a
+	// pixel, over ops.RetainBytes at this size.
+	im := image.NewRGBA(image.Rect(0, 0, 2400, 1800))
+	for i := range im.Pix {
+		im.Pix[i] = byte(i / 4096)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, im); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Run([][][]byte{{b.Bytes()}})
+	if err != nil || res.Errs[0] != nil {
+		t.Fatalf("run: %v, %v", err, res.Errs)
+	}
+	grown := func() (n int) {
+		g.svc.free.each(func(w *cpuWorker) {
+			if w.grown > 0 {
+				n++
+			}
+		})
+		return n
+	}
+	if n := grown(); n != 1 {
+		t.Fatalf("%d workers hold a large image's scratch after its batch, want 1", n)
+	}
+	time.Sleep(idleRelease + time.Second)
+	if n := grown(); n != 0 {
+		t.Fatalf("%d workers still hold a large image's scratch after %v idle", n, idleRelease+time.Second)
 	}
 }
