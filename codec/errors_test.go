@@ -23,9 +23,9 @@ func TestDecodeUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string][]byte{
-		"GIF":       g.Bytes(),
-		"TIFF":      []byte("II*\x00\x08\x00\x00\x00"),
-		"HEIF/AVIF": []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00"),
+		"GIF":  g.Bytes(),
+		"TIFF": []byte("II*\x00\x08\x00\x00\x00"),
+		"HEIF": []byte("\x00\x00\x00\x14ftypheic\x00\x00\x00\x00mif1"),
 	}
 	for name, src := range cases {
 		_, err := Decode(src, Options{})
