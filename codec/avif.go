@@ -171,6 +171,10 @@ func (d *avifDecoder) decodeItem(l *avifLayout, it avifCoded) error {
 	if l.nclx != nil {
 		mc = l.nclx.matrix
 	}
+	if k, ok := yuvFixedOf(mc, f.full); ok {
+		yuvToRGBAFixed(out, l.w*4, &f, k, cw, ch)
+		return nil
+	}
 	m, ok := avifMatrixOf(mc)
 	if !ok {
 		return formatErr(Unsupported, "AVIF", "AVIF matrix coefficients %d are not supported", mc)

@@ -5,8 +5,9 @@ import (
 	"math"
 )
 
-// YUV to 8-bit RGB as libavif's built-in conversion does it (what
-// Pillow's AVIF plugin calls, avifImageYUVToRGB): samples normalised by
+// YUV to 8-bit RGB as libavif's built-in conversion does it, for what
+// libavif does not hand to libyuv (avif_yuvfixed.go): identity and the
+// rarer matrices. Samples normalised by
 // their range (limited: Y 16..235, chroma 16..240, scaled by the depth;
 // full: 0..2^depth-1), the matrix's Kr and Kb (ITU-T H.273), results
 // clamped to [0, 1] and rounded to 8 bits. Subsampled chroma is upsampled
