@@ -34,6 +34,7 @@ type avifDecoder struct {
 	av1     *av1Decoder
 	rgba    []byte // the whole image as RGBA
 	scratch []byte // packed pixels before orientation
+	canvas  avifCanvas
 	tables  [6]*avifTables
 }
 
@@ -47,7 +48,7 @@ func newAVIFDecoder() (FormatDecoder, error) {
 
 func (d *avifDecoder) Close() {
 	d.av1.Close()
-	d.rgba, d.scratch = nil, nil
+	d.rgba, d.scratch, d.canvas = nil, nil, avifCanvas{}
 }
 
 func (d *avifDecoder) Header(src []byte, maxPixels int) (Header, error) {
@@ -89,6 +90,7 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 			d.rgba[i] = 0xFF
 		}
 	}
+	d.canvas.set = false
 	for _, it := range items {
 		if err := d.decodeItem(l, it); err != nil {
 			d.av1.release()
@@ -96,6 +98,11 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		}
 	}
 	d.av1.release()
+	if d.canvas.set {
+		if err := d.convert(l, &d.canvas.f, l.w, l.h); err != nil {
+			return err
+		}
+	}
 	c, orient := o.color(), 1
 	if o.Orient {
 		orient = h.Orientation
@@ -167,12 +174,27 @@ func (d *avifDecoder) decodeItem(l *avifLayout, it avifCoded) error {
 		alphaToRGBA(out, l.w*4, &f, cw, ch)
 		return nil
 	}
+	if len(l.color) == 1 {
+		return d.convert(l, &f, cw, ch)
+	}
+	if !d.canvas.set {
+		if err := d.canvas.start(&f, l.w, l.h, l.tileW, l.tileH); err != nil {
+			return err
+		}
+	}
+	return d.canvas.place(&f, it.x0, it.y0)
+}
+
+// convert writes frame f's top-left cw×ch pixels as the RGB of d.rgba
+// from its top-left corner, in the image's colour matrix.
+func (d *avifDecoder) convert(l *avifLayout, f *av1Frame, cw, ch int) error {
+	out := d.rgba
 	mc := f.matrix
 	if l.nclx != nil {
 		mc = l.nclx.matrix
 	}
 	if k, ok := yuvFixedOf(mc, f.full); ok {
-		yuvToRGBAFixed(out, l.w*4, &f, k, cw, ch)
+		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch)
 		return nil
 	}
 	m, ok := avifMatrixOf(mc)
@@ -182,7 +204,7 @@ func (d *avifDecoder) decodeItem(l *avifLayout, it avifCoded) error {
 	if m.identity && !f.mono && (f.subX|f.subY) != 0 {
 		return formatErr(Corrupt, "AVIF", "AVIF identity matrix with subsampled chroma")
 	}
-	yuvToRGBA(out, l.w*4, &f, m, d.table(f.bpc, f.full), cw, ch)
+	yuvToRGBA(out, l.w*4, f, m, d.table(f.bpc, f.full), cw, ch)
 	return nil
 }
 
