@@ -194,7 +194,7 @@ func (d *avifDecoder) convert(l *avifLayout, f *av1Frame, cw, ch int) error {
 		mc = l.nclx.matrix
 	}
 	if k, ok := yuvFixedOf(mc, f.full); ok {
-		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch)
+		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch, libyuvPath(f, l.alpha != nil))
 		return nil
 	}
 	m, ok := avifMatrixOf(mc)

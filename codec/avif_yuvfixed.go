@@ -2,11 +2,12 @@ package codec
 
 // YUV to 8-bit RGB in the fixed-point arithmetic libavif 1.x hands BT.601,
 // BT.709 and BT.2020 images to (libyuv's, which Pillow's wheel bundles):
-// chroma is upsampled bilinearly to full size in integers, rounded
-// (9:3:3:1 weights for 4:2:0, 3:1 for 4:2:2), then each pixel converts
-// with 6-bit fractional coefficients and truncates. 10- and 12-bit chroma
-// is cut to 8 bits first, luma widened to 16. Constants are libyuv's
-// (coefficients × 64, YG the luma scale × 64 × 65536 / 257).
+// chroma is upsampled to full size in integers, rounded (bilinear: 9:3:3:1
+// weights for 4:2:0, 3:1 for 4:2:2), then each pixel converts with 6-bit
+// fractional coefficients and truncates. Constants are libyuv's
+// (coefficients × 64, YG the luma scale × 64 × 65536 / 257). Deeper
+// samples take one of the routes below, which libavif picks by depth,
+// alpha and layout (each measured bit-exact against Pillow 13).
 
 // yuvFixed is one matrix and range's coefficients.
 type yuvFixed struct {
@@ -35,20 +36,33 @@ func yuvFixedOf(mc uint16, full bool) (c yuvFixed, ok bool) {
 	return yuvFixed{}, false
 }
 
-// luma16 widens a sample of depth bits to 16 (replicating high bits).
-func luma16(v, depth int) uint32 {
-	switch depth {
-	case 10:
-		return uint32(v<<6 | v>>4)
-	case 12:
-		return uint32(v<<4 | v>>8)
-	}
-	return uint32(v * 0x0101)
-}
+// yuvRoute is how samples deeper than 8 bits reach the conversion.
+type yuvRoute uint8
 
-// chroma8 cuts a chroma sample of depth bits to 8.
-func chroma8(v, depth int) int32 {
-	return int32(min(v>>(depth-8), 255))
+const (
+	// yuvShift8: every plane is first cut to 8 bits (truncating, libyuv's
+	// Convert16To8Plane), then converts as 8-bit. 8-bit images, and
+	// most deeper ones.
+	yuvShift8 yuvRoute = iota
+	// yuvWide: luma widened to 16 bits by repeating its high bits,
+	// chroma upsampled at full depth, then cut to 8 bits (libyuv's
+	// 10- and 12-bit row functions).
+	yuvWide
+	// yuvWideNearest: yuvWide with chroma repeated, not interpolated.
+	yuvWideNearest
+)
+
+// libyuvPath is the route libavif takes for frame f: 10-bit images with
+// alpha or without chroma go through libyuv's 10-bit functions, 12-bit
+// 4:2:0 with alpha through its 12-bit one, which does not interpolate.
+func libyuvPath(f *av1Frame, alpha bool) yuvRoute {
+	switch {
+	case f.bpc == 10 && (alpha || f.mono):
+		return yuvWide
+	case f.bpc == 12 && alpha && f.subY == 1:
+		return yuvWideNearest
+	}
+	return yuvShift8
 }
 
 func clampShift6(v int32) byte {
@@ -62,10 +76,15 @@ func clampShift6(v int32) byte {
 	return byte(v)
 }
 
-// yuvToRGBAFixed is yuvToRGBA in libyuv's arithmetic.
-func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int) {
-	mask := 1<<f.bpc - 1
-	wide := f.bpc > 8
+// yuvToRGBAFixed is yuvToRGBA in libyuv's arithmetic, by route r.
+func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int, r yuvRoute) {
+	mask, wide := 1<<f.bpc-1, f.bpc > 8
+	// cut shifts samples to 8 bits as they are read (yuvShift8), or
+	// after luma widening and chroma upsampling (the wide routes).
+	cut, late := f.bpc-8, 0
+	if r != yuvShift8 {
+		cut, late = 0, f.bpc-8
+	}
 	cwid := (f.w + f.subX) >> f.subX
 	chgt := (f.h + f.subY) >> f.subY
 	for y := 0; y < ch; y++ {
@@ -73,8 +92,8 @@ func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int)
 		var u0, v0, u1, v1 avifSamples
 		if !f.mono {
 			cy := y >> f.subY
-			ay := cy
-			if f.subY == 1 {
+			ay := cy // the vertical neighbour on this row's side
+			if f.subY == 1 && r != yuvWideNearest {
 				if y&1 == 0 {
 					ay = max(cy-1, 0)
 				} else {
@@ -86,15 +105,25 @@ func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int)
 		}
 		o := out[y*stride : y*stride+4*cw]
 		for x := 0; x < cw; x++ {
-			y1 := int32(luma16(ys.at(x), f.bpc)*uint32(k.yg)>>16) + k.yb
+			yv := ys.at(x) >> cut
+			var y32 uint32
+			switch late {
+			case 0:
+				y32 = uint32(yv * 0x0101)
+			case 2:
+				y32 = uint32(yv<<6 | yv>>4)
+			default:
+				y32 = uint32(yv<<4 | yv>>8)
+			}
+			y1 := int32(y32*uint32(k.yg)>>16) + k.yb
 			if f.mono {
 				g := clampShift6(y1)
 				o[4*x], o[4*x+1], o[4*x+2] = g, g, g
 				continue
 			}
 			cx := x >> f.subX
-			ax := cx
-			if f.subX == 1 {
+			ax := cx // the horizontal neighbour on this column's side
+			if f.subX == 1 && r != yuvWideNearest {
 				// libyuv repeats the edge chroma at both ends, and takes
 				// an odd width's last column from its own sample alone.
 				if x&1 == 0 {
@@ -105,18 +134,12 @@ func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int)
 					ax = min(cx+1, cwid-1)
 				}
 			}
-			var u, v int
-			switch {
-			case f.subY == 1:
-				u = (9*u0.at(cx) + 3*u0.at(ax) + 3*u1.at(cx) + u1.at(ax) + 8) >> 4
-				v = (9*v0.at(cx) + 3*v0.at(ax) + 3*v1.at(cx) + v1.at(ax) + 8) >> 4
-			case f.subX == 1:
-				u = (3*u0.at(cx) + u0.at(ax) + 2) >> 2
-				v = (3*v0.at(cx) + v0.at(ax) + 2) >> 2
-			default:
-				u, v = u0.at(cx), v0.at(cx)
-			}
-			ui, vi := chroma8(u, f.bpc)-128, chroma8(v, f.bpc)-128
+			u := 9*(u0.at(cx)>>cut) + 3*(u0.at(ax)>>cut) + 3*(u1.at(cx)>>cut) + u1.at(ax)>>cut
+			v := 9*(v0.at(cx)>>cut) + 3*(v0.at(ax)>>cut) + 3*(v1.at(cx)>>cut) + v1.at(ax)>>cut
+			// Where the neighbours are the sample itself (4:2:2 rows,
+			// 4:4:4, edges) this is libyuv's 3:1 filter or a copy.
+			u, v = (u+8)>>4, (v+8)>>4
+			ui, vi := int32(min(u>>late, 255))-128, int32(min(v>>late, 255))-128
 			o[4*x] = clampShift6(y1 + vi*k.vr)
 			o[4*x+1] = clampShift6(y1 - (ui*k.ug + vi*k.vg))
 			o[4*x+2] = clampShift6(y1 + ui*k.ub)
