@@ -183,6 +183,10 @@ func (d *av1Decoder) decode(data []byte, limit int) (av1Frame, error) {
 		if r.rc == 1 {
 			return av1Frame{}, formatErr(Corrupt, "AVIF", "AVIF image item's AV1 data holds no picture")
 		}
+		if r.rc == -C.ERANGE {
+			// dav1d's frame_size_limit: the frame is larger than its item.
+			return av1Frame{}, formatErr(Corrupt, "AVIF", "AVIF item's AV1 frame is larger than its %d-pixel ispe size", limit)
+		}
 		return av1Frame{}, formatErr(Corrupt, "AVIF", "AVIF image item's AV1 data is corrupt (dav1d error %d)", -int(r.rc))
 	}
 	d.held = true
