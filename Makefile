@@ -39,12 +39,13 @@ pic-libs: deps
 	scripts/pic-libs.sh $(BUILD)/pic
 
 # For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
-# custom progressive scan scripts): libjpeg's headers (internal/testimg
-# encodes through the libjpeg API of libturbojpeg.a) and cjpeg
-# (tests/test_accuracy.py).
+# custom progressive scan scripts, deep and grid AVIFs): libjpeg's headers
+# (internal/testimg encodes through the libjpeg API of libturbojpeg.a),
+# cjpeg (tests/test_accuracy.py) and avifenc (codec's AVIF tests,
+# tests/test_accuracy_avif.py; a test tool only: nothing links libavif).
 test-deps: deps
-	@dpkg -s libjpeg-dev libjpeg-turbo-progs >/dev/null 2>&1 || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs; }
+	@dpkg -s libjpeg-dev libjpeg-turbo-progs libavif-bin >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs libavif-bin; }
 
 # Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
 venv: $(VENV)/.stamp
@@ -219,6 +220,7 @@ fuzz: test-deps pic-libs
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzWebP -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzAVIF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzExecute -fuzztime $(FUZZTIME) ./backend/
 
 # Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
