@@ -74,6 +74,12 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 		return nil, err
 	}
 	if a := m.alphaOf(prim.id); a != nil {
+		for _, id := range m.prem {
+			if id == prim.id {
+				// Pillow's libavif would divide the colour by alpha.
+				return nil, formatErr(Unsupported, "AVIF", "AVIF premultiplied alpha ('prem') is not supported")
+			}
+		}
 		if l.alpha, err = l.tiles(a, src, false); err != nil {
 			return nil, err
 		}

@@ -34,6 +34,7 @@ type avifMeta struct {
 	props   []bmffBox
 	auxl    [][2]uint32 // {from, to}: from is an auxiliary image of to
 	dimg    map[uint32][]uint32
+	prem    []uint32 // items whose colour is premultiplied by their alpha
 	idat    []byte
 }
 
@@ -251,6 +252,8 @@ func (m *avifMeta) parseIREF(body []byte) *Error {
 				m.auxl = append(m.auxl, [2]uint32{from, to})
 			case "dimg":
 				m.dimg[from] = append(m.dimg[from], to)
+			case "prem":
+				m.prem = append(m.prem, from)
 			}
 		}
 		if br.bad {
