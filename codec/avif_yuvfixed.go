@@ -1,5 +1,7 @@
 package codec
 
+import "encoding/binary"
+
 // YUV to 8-bit RGB in the fixed-point arithmetic libavif 1.x hands BT.601,
 // BT.709 and BT.2020 images to (libyuv's, which Pillow's wheel bundles):
 // chroma is upsampled to full size in integers, rounded (bilinear: 9:3:3:1
@@ -76,6 +78,27 @@ func clampShift6(v int32) byte {
 	return byte(v)
 }
 
+// load reads n samples into dst, shifted right by cut.
+func (s avifSamples) load(dst []int32, n, cut int) {
+	dst = dst[:n]
+	if !s.wide {
+		for i := range dst {
+			dst[i] = int32(s.b[i])
+		}
+		return
+	}
+	for i := range dst {
+		dst[i] = int32(int(binary.LittleEndian.Uint16(s.b[2*i:]))&s.mask) >> cut
+	}
+}
+
+// yuvRows is yuvToRGBAFixed's per-row scratch: a luma row, two rows of
+// each chroma plane, and each column's horizontal chroma neighbour.
+type yuvRows struct {
+	y, u0, u1, v0, v1 []int32
+	ax                []int
+}
+
 // yuvToRGBAFixed is yuvToRGBA in libyuv's arithmetic, by route r.
 func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int, r yuvRoute) {
 	mask, wide := 1<<f.bpc-1, f.bpc > 8
@@ -87,62 +110,74 @@ func yuvToRGBAFixed(out []byte, stride int, f *av1Frame, k yuvFixed, cw, ch int,
 	}
 	cwid := (f.w + f.subX) >> f.subX
 	chgt := (f.h + f.subY) >> f.subY
-	for y := 0; y < ch; y++ {
-		ys := avifSamples{f.row(0, y, f.w), wide, mask}
-		var u0, v0, u1, v1 avifSamples
-		if !f.mono {
-			cy := y >> f.subY
-			ay := cy // the vertical neighbour on this row's side
-			if f.subY == 1 && r != yuvWideNearest {
-				if y&1 == 0 {
-					ay = max(cy-1, 0)
-				} else {
-					ay = min(cy+1, chgt-1)
+	b := yuvRows{y: make([]int32, cw), u0: make([]int32, cwid), u1: make([]int32, cwid),
+		v0: make([]int32, cwid), v1: make([]int32, cwid), ax: make([]int, cw)}
+	for x := range b.ax {
+		cx := x >> f.subX
+		ax := cx // the horizontal neighbour on this column's side
+		if f.subX == 1 && r != yuvWideNearest {
+			// libyuv repeats the edge chroma at both ends, and takes an
+			// odd width's last column from its own sample alone.
+			if x&1 == 0 {
+				if x != f.w-1 {
+					ax = max(cx-1, 0)
 				}
+			} else {
+				ax = min(cx+1, cwid-1)
 			}
-			u0, v0 = avifSamples{f.row(1, cy, cwid), wide, mask}, avifSamples{f.row(2, cy, cwid), wide, mask}
-			u1, v1 = avifSamples{f.row(1, ay, cwid), wide, mask}, avifSamples{f.row(2, ay, cwid), wide, mask}
 		}
+		b.ax[x] = ax
+	}
+	for y := 0; y < ch; y++ {
+		avifSamples{f.row(0, y, f.w), wide, mask}.load(b.y, cw, cut)
 		o := out[y*stride : y*stride+4*cw]
-		for x := 0; x < cw; x++ {
-			yv := ys.at(x) >> cut
-			var y32 uint32
-			switch late {
-			case 0:
-				y32 = uint32(yv * 0x0101)
-			case 2:
-				y32 = uint32(yv<<6 | yv>>4)
-			default:
-				y32 = uint32(yv<<4 | yv>>8)
-			}
-			y1 := int32(y32*uint32(k.yg)>>16) + k.yb
-			if f.mono {
-				g := clampShift6(y1)
+		if f.mono {
+			for x, yv := range b.y {
+				g := clampShift6(yuvLuma(yv, late, k))
 				o[4*x], o[4*x+1], o[4*x+2] = g, g, g
-				continue
 			}
-			cx := x >> f.subX
-			ax := cx // the horizontal neighbour on this column's side
-			if f.subX == 1 && r != yuvWideNearest {
-				// libyuv repeats the edge chroma at both ends, and takes
-				// an odd width's last column from its own sample alone.
-				if x&1 == 0 {
-					if x != f.w-1 {
-						ax = max(cx-1, 0)
-					}
-				} else {
-					ax = min(cx+1, cwid-1)
-				}
+			continue
+		}
+		cy := y >> f.subY
+		ay := cy // the vertical neighbour on this row's side
+		if f.subY == 1 && r != yuvWideNearest {
+			if y&1 == 0 {
+				ay = max(cy-1, 0)
+			} else {
+				ay = min(cy+1, chgt-1)
 			}
-			u := 9*(u0.at(cx)>>cut) + 3*(u0.at(ax)>>cut) + 3*(u1.at(cx)>>cut) + u1.at(ax)>>cut
-			v := 9*(v0.at(cx)>>cut) + 3*(v0.at(ax)>>cut) + 3*(v1.at(cx)>>cut) + v1.at(ax)>>cut
+		}
+		avifSamples{f.row(1, cy, cwid), wide, mask}.load(b.u0, cwid, cut)
+		avifSamples{f.row(1, ay, cwid), wide, mask}.load(b.u1, cwid, cut)
+		avifSamples{f.row(2, cy, cwid), wide, mask}.load(b.v0, cwid, cut)
+		avifSamples{f.row(2, ay, cwid), wide, mask}.load(b.v1, cwid, cut)
+		for x, yv := range b.y {
+			y1 := yuvLuma(yv, late, k)
+			cx, ax := x>>f.subX, b.ax[x]
 			// Where the neighbours are the sample itself (4:2:2 rows,
 			// 4:4:4, edges) this is libyuv's 3:1 filter or a copy.
-			u, v = (u+8)>>4, (v+8)>>4
-			ui, vi := int32(min(u>>late, 255))-128, int32(min(v>>late, 255))-128
+			u := (9*b.u0[cx] + 3*b.u0[ax] + 3*b.u1[cx] + b.u1[ax] + 8) >> 4
+			v := (9*b.v0[cx] + 3*b.v0[ax] + 3*b.v1[cx] + b.v1[ax] + 8) >> 4
+			ui, vi := min(u>>late, 255)-128, min(v>>late, 255)-128
 			o[4*x] = clampShift6(y1 + vi*k.vr)
 			o[4*x+1] = clampShift6(y1 - (ui*k.ug + vi*k.vg))
 			o[4*x+2] = clampShift6(y1 + ui*k.ub)
 		}
 	}
+}
+
+// yuvLuma is a luma sample's scaled contribution: widened to 16 bits
+// (8-bit samples by repeating the byte, deeper ones their high bits),
+// times YG, plus the bias.
+func yuvLuma(yv int32, late int, k yuvFixed) int32 {
+	var y32 uint32
+	switch late {
+	case 0:
+		y32 = uint32(yv) * 0x0101
+	case 2:
+		y32 = uint32(yv<<6 | yv>>4)
+	default:
+		y32 = uint32(yv<<4 | yv>>8)
+	}
+	return int32(y32*uint32(k.yg)>>16) + k.yb
 }
