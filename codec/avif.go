@@ -189,11 +189,14 @@ func (d *avifDecoder) decodeItem(l *avifLayout, it avifCoded) error {
 // from its top-left corner, in the image's colour matrix.
 func (d *avifDecoder) convert(l *avifLayout, f *av1Frame, cw, ch int) error {
 	out := d.rgba
-	mc := f.matrix
+	// The colr box's nclx wins over the AV1 sequence header's colour
+	// description, range included, as in libavif (AV1 forces full range
+	// on identity-coded RGB, which nclx may still call limited).
+	mc, full := f.matrix, f.full
 	if l.nclx != nil {
-		mc = l.nclx.matrix
+		mc, full = l.nclx.matrix, l.nclx.full
 	}
-	if k, ok := yuvFixedOf(mc, f.full); ok {
+	if k, ok := yuvFixedOf(mc, full); ok {
 		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch, libyuvPath(f, l.alpha != nil))
 		return nil
 	}
@@ -204,7 +207,7 @@ func (d *avifDecoder) convert(l *avifLayout, f *av1Frame, cw, ch int) error {
 	if m.identity && !f.mono && (f.subX|f.subY) != 0 {
 		return formatErr(Corrupt, "AVIF", "AVIF identity matrix with subsampled chroma")
 	}
-	yuvToRGBA(out, l.w*4, f, m, d.table(f.bpc, f.full), cw, ch)
+	yuvToRGBA(out, l.w*4, f, m, d.table(f.bpc, full), cw, ch)
 	return nil
 }
 

@@ -21,11 +21,12 @@ import (
 type avifMatrix struct {
 	kr, kb   float32
 	identity bool
+	ycgco    bool // YCgCo: U codes Cg, V codes Co
 }
 
 // avifMatrixOf maps matrix_coefficients (H.273 table 4) to Kr, Kb.
 // Unspecified and reserved values take BT.709's, as libavif does; the
-// chroma-derived, ICtCp and YCgCo variants are refused.
+// chroma-derived, ICtCp and YCgCo-R variants are refused.
 func avifMatrixOf(mc uint16) (avifMatrix, bool) {
 	switch mc {
 	case 0:
@@ -38,6 +39,8 @@ func avifMatrixOf(mc uint16) (avifMatrix, bool) {
 		return avifMatrix{kr: 0.299, kb: 0.114}, true
 	case 7:
 		return avifMatrix{kr: 0.212, kb: 0.087}, true
+	case 8:
+		return avifMatrix{ycgco: true}, true
 	case 9, 10:
 		return avifMatrix{kr: 0.2627, kb: 0.0593}, true
 	}
@@ -128,11 +131,14 @@ func yuvToRGBA(out []byte, stride int, f *av1Frame, m avifMatrix, t *avifTables,
 			}
 			var r, g, b float32
 			switch {
+			case f.mono:
+				r, g, b = yv, yv, yv
 			case m.identity:
 				// Y, U and V code G, B and R at Y's scale.
 				g, b, r = yv, t.y[u0.at(x)], t.y[v0.at(x)]
-			case f.mono:
-				r, g, b = yv, yv, yv
+			case m.ycgco:
+				t := yv - cb
+				g, r, b = yv+cb, t+cr, t-cr
 			default:
 				r = yv + 2*(1-m.kr)*cr
 				b = yv + 2*(1-m.kb)*cb
