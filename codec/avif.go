@@ -24,8 +24,9 @@ const (
 )
 
 // avifDecoder decodes AVIF stills: the container is read here (avif_box.go,
-// avif_meta.go, avif_layout.go), the AV1 data by dav1d (avif_dav1d.go), and
-// YUV converted to RGB as libavif does (avif_yuv.go). Still images, grids
+// avif_meta.go, avif_layout.go), the AV1 data by dav1d (avif_dav1d.go,
+// priced first by avif_obu.go), grid tiles assembled (avif_grid.go), and
+// YUV converted to RGB as libavif 1.x does (avif_yuvfixed.go, avif_yuv.go). Still images, grids
 // of tiles, alpha planes, irot/imir as the orientation, and the primary
 // image of image sequences; 8, 10 and 12 bits come out as 8-bit RGB, as
 // Pillow's do. ICC profiles and clap (clean aperture) are ignored, as

@@ -266,3 +266,30 @@ func TestAVIFGridCrop(t *testing.T) {
 		}
 	}
 }
+
+// TestAVIFClapIrot: clap (a crop) is ignored and irot/imir become the
+// orientation, as Pillow 13 does (avifenc's --imir 1 mirrors left to
+// right: with --irot 1, EXIF orientation 7).
+func TestAVIFClapIrot(t *testing.T) {
+	png := encodePNG(t, avifTestImage(120, 80))
+	clap := avifencFile(t, png, "--crop", "10,20,60,40", "-y", "444")
+	rot := avifencFile(t, png, "--irot", "1", "--imir", "1", "-y", "444")
+	d := NewDecoder()
+	defer d.Close()
+	if h, err := d.Header(rot, 0); err != nil || h.Orientation != 7 {
+		t.Errorf("irot 1 imir 1: %+v %v, want orientation 7", h, err)
+	}
+	for name, src := range map[string][]byte{"clap": clap, "irot+imir": rot} {
+		img, err := d.DecodeImage(src, Options{Color: RGB, Orient: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, w, h := pillowDecode(t, src, "RGB", true)
+		if img.Width != w || img.Height != h {
+			t.Fatalf("%s: %dx%d, Pillow %dx%d", name, img.Width, img.Height, w, h)
+		}
+		if maxd, mean := compareBytes(img.Pix, want); maxd > avifBound {
+			t.Errorf("%s: differs from Pillow by up to %d (mean %.4f)", name, maxd, mean)
+		}
+	}
+}
