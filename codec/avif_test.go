@@ -185,7 +185,7 @@ func TestAVIFTooLarge(t *testing.T) {
 	if !strings.Contains(err.Error(), "200000000") || n > 1<<20 {
 		t.Errorf("%v, allocating %d bytes", err, n)
 	}
-	// Over libavif's default limit (16384×16384), with none of ours.
+	// Over the default limit (16384×16384, libavif's), with none of ours.
 	_, err = Decode(withISPE(good, 20000, 20000), Options{})
 	wantCause(t, err, TooLarge)
 	// The container says 32×24, within the limit; the AV1 frame is 64×48.
@@ -316,8 +316,8 @@ func TestAVIFWorkBound(t *testing.T) {
 	if _, err := d.DecodeImage(withFrames(t, good, 1), Options{}); err != nil {
 		t.Fatalf("rewritten sample of one frame: %v", err)
 	}
-	// 64×48 frames are priced at 64×48 (the frame size fields' 2^6 × 2^6
-	// is more), so avifWorkPerPixel frames fit and one more does not.
+	// Each frame is priced at its item's 64×48 (dav1d refuses larger
+	// ones), so avifWorkPerPixel frames fit and one more does not.
 	if _, err := d.DecodeImage(withFrames(t, good, avifWorkPerPixel), Options{}); causeOf(err) == TooLarge {
 		t.Errorf("%d frames: %v", avifWorkPerPixel, err)
 	}

@@ -127,7 +127,8 @@ func fuzzDecoder(f *testing.F) {
 }
 
 // FuzzAVIF is FuzzDecode from AVIF seeds only (made with Pillow; without
-// the venv it skips), so that the fuzzer's time goes to libavif and dav1d.
+// the venv it skips), so that the fuzzer's time goes to the AVIF container
+// reader and dav1d.
 func FuzzAVIF(f *testing.F) {
 	if pillowPython() == "" {
 		f.Skip("no .venv with Pillow (make venv makes it)")
