@@ -38,12 +38,18 @@ type avifParts struct {
 	hdlr     string
 	noMeta   bool
 	moov     bool
+	colr     []byte // a colr property's payload, when set
 }
 
 // avifSample returns a Pillow AVIF's AV1 item and its av1C, w×h.
 func avifSample(t *testing.T, w, h int) avifParts {
+	return avifSampleMode(t, w, h, "RGB")
+}
+
+// avifSampleMode is avifSample of a Pillow image of mode ("RGB", "L").
+func avifSampleMode(t *testing.T, w, h int, mode string) avifParts {
 	t.Helper()
-	src := pillowAVIF(t, avifTestImage(w, h), map[string]any{"mode": "RGB", "subsampling": "4:4:4"})
+	src := pillowAVIF(t, avifTestImage(w, h), map[string]any{"mode": mode, "subsampling": "4:4:4"})
 	l, err := parseAVIF(src)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +81,10 @@ func (p avifParts) file() []byte {
 		}
 		return fullBox("iloc", 0, []byte{0x44, 0x00}, be16(1), be16(1), be16(0), be16(n), ext)
 	}
+	props, assoc := [][]byte{fullBox("ispe", 0, be32(p.w), be32(p.h)), box("av1C", p.av1C)}, []byte{2, 0x81, 0x02}
+	if p.colr != nil {
+		props, assoc = append(props, box("colr", p.colr)), []byte{3, 0x81, 0x02, 0x03}
+	}
 	meta := func(mdatAt int) []byte {
 		return fullBox("meta", 0,
 			fullBox("hdlr", 0, be32(0), []byte(p.hdlr), make([]byte, 13)),
@@ -82,8 +92,8 @@ func (p avifParts) file() []byte {
 			fullBox("iinf", 0, be16(1), fullBox("infe", 2, be16(1), be16(0), []byte(p.itemType), []byte{0})),
 			iloc(mdatAt),
 			box("iprp",
-				box("ipco", fullBox("ispe", 0, be32(p.w), be32(p.h)), box("av1C", p.av1C)),
-				fullBox("ipma", 0, be32(1), be16(1), []byte{2, 0x81, 0x02})))
+				box("ipco", props...),
+				fullBox("ipma", 0, be32(1), be16(1), assoc)))
 	}
 	var out []byte
 	out = append(out, ftyp...)
@@ -291,5 +301,45 @@ func TestAVIFClapIrot(t *testing.T) {
 		if maxd, mean := compareBytes(img.Pix, want); maxd > avifBound {
 			t.Errorf("%s: differs from Pillow by up to %d (mean %.4f)", name, maxd, mean)
 		}
+	}
+}
+
+// TestAVIFColr: the colr nclx matrix and range decide the conversion, as
+// Pillow's do; identity on a grey (4:0:0) image is its luma.
+func TestAVIFColr(t *testing.T) {
+	nclx := func(matrix int, full bool) []byte {
+		b := append([]byte("nclx"), append(be16(1), append(be16(13), be16(matrix)...)...)...)
+		if full {
+			return append(b, 0x80)
+		}
+		return append(b, 0)
+	}
+	for _, tc := range []struct {
+		name string
+		mode string
+		colr []byte
+	}{
+		{"BT.709 full", "RGB", nclx(1, true)},
+		{"BT.601 limited", "RGB", nclx(6, false)},
+		{"identity grey", "L", nclx(0, true)},
+		{"YCgCo", "RGB", nclx(8, true)},
+	} {
+		p := avifSampleMode(t, 40, 24, tc.mode)
+		p.colr = tc.colr
+		src := p.file()
+		img, err := Decode(src, Options{Color: RGB})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want, _, _ := pillowDecode(t, src, "RGB", false)
+		if maxd, mean := compareBytes(img.Pix, want); maxd > avifBound {
+			t.Errorf("%s: differs from Pillow by up to %d (mean %.4f)", tc.name, maxd, mean)
+		}
+	}
+	p := avifSample(t, 40, 24)
+	p.colr = nclx(12, true) // chroma-derived: not converted here
+	_, err := Decode(p.file(), Options{})
+	if causeOf(err) != Unsupported || !strings.Contains(err.Error(), "matrix coefficients 12") {
+		t.Errorf("matrix 12: %v", err)
 	}
 }
