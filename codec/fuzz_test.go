@@ -46,10 +46,18 @@ func fuzzSeeds(f *testing.F) {
 		encodePNG(f, pal),
 		interlacedPNG(f, image.NewNRGBA(image.Rect(0, 0, 10, 9))),
 		forgedJPEG(300, 200),
+		bmpSeeds()[0],
+		pnmSeeds()[0],
 		[]byte("GIF89a"),
+		encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, 70),
+		encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, 70),
+		encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1),
+		encodeWebP(f, noisyRGBA(11, 6), 11, 6, 4, -1),
+		animatedWebP(11, 6, encodeWebP(f, noisyRGB(11, 6), 11, 6, 3, -1)),
 	} {
 		f.Add(seed)
 	}
+	formatSeeds(f, ".tif", ".jp2", ".j2k")
 	if pillowPython() != "" {
 		// AVIFs need Pillow to make; without the venv the fuzzer starts
 		// from the other seeds.
@@ -79,51 +87,19 @@ func fuzzSeeds(f *testing.F) {
 }
 
 // FuzzDecode: no input may panic or fail with anything but a classified
-// *Error, and every success must have the size its header promised. One
-// decoder serves all inputs, as a worker's does, so that state left by a
-// failure would show up in later inputs.
+// *Error, and every success must have the size its header promised.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	fuzzDecoder(f)
 }
 
-// fuzzOptions are the output options every fuzzed input is decoded with.
-var fuzzOptions = []Options{
-	{Color: RGB, Orient: true},
-	{Color: Gray, Orient: true, Scale: 3},
-	{Color: BGRA, Scale: 1},
-}
-
-// fuzzDecoder runs the fuzz loop of FuzzDecode and the per-format targets.
+// fuzzDecoder runs the FuzzDecode checks on f's inputs. One decoder serves
+// all inputs, as a worker's does, so that state left by a failure would
+// show up in later inputs.
 func fuzzDecoder(f *testing.F) {
 	d := NewDecoder()
 	f.Cleanup(d.Close)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const limit = 1 << 20 // keep each input cheap
-		h, err := d.Header(data, limit)
-		if err != nil {
-			checkFuzzErr(t, err)
-			return
-		}
-		if h.Width < 1 || h.Height < 1 || h.Width*h.Height > limit || h.Orientation < 1 || h.Orientation > 8 {
-			t.Fatalf("bad header %+v", h)
-		}
-		for _, o := range fuzzOptions {
-			oh, ow, oc := h.OutSize(o)
-			sh, sw := h.ScaledSize(o.Scale)
-			if o.Orient {
-				sh, sw = OrientedDims(sh, sw, h.Orientation)
-			}
-			if oh != sh || ow != sw || oc != o.Color.Channels() || oh < 1 || ow < 1 {
-				t.Fatalf("header %+v: OutSize(%+v) = %d,%d,%d", h, o, oh, ow, oc)
-			}
-			dst := make([]byte, oh*ow*oc)
-			if err := d.Decode(dst, data, h, o); err != nil {
-				checkFuzzErr(t, err)
-				return
-			}
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, d, data) })
 }
 
 // FuzzAVIF is FuzzDecode from AVIF seeds only (made with Pillow; without
@@ -143,6 +119,88 @@ func FuzzAVIF(f *testing.F) {
 		f.Add(pillowAVIF(f, img, opts))
 	}
 	fuzzDecoder(f)
+}
+
+// checkDecode decodes data with d in several option sets: it may fail only
+// with a classified *Error, and a success must have the size its header
+// promised.
+func checkDecode(t *testing.T, d *Decoder, data []byte) {
+	opts := []Options{
+		{Color: RGB, Orient: true},
+		{Color: Gray, Orient: true, Scale: 3},
+		{Color: BGRA, Scale: 1},
+	}
+	const limit = 1 << 20 // keep each input cheap
+	h, err := d.Header(data, limit)
+	if err != nil {
+		checkFuzzErr(t, err)
+		return
+	}
+	if h.Width < 1 || h.Height < 1 || h.Width*h.Height > limit || h.Orientation < 1 || h.Orientation > 8 {
+		t.Fatalf("bad header %+v", h)
+	}
+	for _, o := range opts {
+		oh, ow, oc := h.OutSize(o)
+		sh, sw := h.ScaledSize(o.Scale)
+		if o.Orient {
+			sh, sw = OrientedDims(sh, sw, h.Orientation)
+		}
+		if oh != sh || ow != sw || oc != o.Color.Channels() || oh < 1 || ow < 1 {
+			t.Fatalf("header %+v: OutSize(%+v) = %d,%d,%d", h, o, oh, ow, oc)
+		}
+		dst := make([]byte, oh*ow*oc)
+		if err := d.Decode(dst, data, h, o); err != nil {
+			checkFuzzErr(t, err)
+			return
+		}
+	}
+}
+
+// formatSeeds adds the files of testdata/formats whose names end in one of
+// exts (written by testdata/make_tiff_jp2.py).
+func formatSeeds(f *testing.F, exts ...string) {
+	entries, err := os.ReadDir(filepath.Join("testdata", "formats"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		for _, ext := range exts {
+			if filepath.Ext(e.Name()) == ext {
+				f.Add(readFormatFile(f, e.Name()))
+			}
+		}
+	}
+}
+
+// fuzzFormat fuzzes one format's decoder: inputs that mutation took out of
+// the format get its signature back in front, so that every input reaches
+// that decoder.
+func fuzzFormat(f *testing.F, name string, magic []byte) {
+	d := NewDecoder()
+	f.Cleanup(d.Close)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if Sniff(data) != name {
+			data = append(append([]byte(nil), magic...), data...)
+		}
+		checkDecode(t, d, data)
+	})
+}
+
+// FuzzTIFF: FuzzDecode's checks on TIFF inputs.
+func FuzzTIFF(f *testing.F) {
+	formatSeeds(f, ".tif")
+	f.Add([]byte("II*\x00\x08\x00\x00\x00"))
+	f.Add([]byte("MM\x00*\x00\x00\x00\x08\x00\x00"))
+	fuzzFormat(f, "TIFF", []byte("II*\x00"))
+}
+
+// FuzzJP2: FuzzDecode's checks on JPEG 2000 inputs (JP2 files and
+// codestreams).
+func FuzzJP2(f *testing.F) {
+	formatSeeds(f, ".jp2", ".j2k")
+	f.Add(j2kWithSIZ(64, 64, 16, 16, 3))
+	f.Add(j2kWithSIZ(100000, 10, 100000, 10, 1))
+	fuzzFormat(f, "JPEG 2000", []byte(j2kMagic))
 }
 
 func checkFuzzErr(t *testing.T, err error) {

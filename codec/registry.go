@@ -109,13 +109,6 @@ func init() {
 	Register(Format{Name: "GIF", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a"))
 	}})
-	Register(Format{Name: "TIFF", Match: func(b []byte) bool {
-		return bytes.HasPrefix(b, []byte("II*\x00")) || bytes.HasPrefix(b, []byte("MM\x00*"))
-	}})
-	Register(Format{Name: "JPEG 2000", Match: func(b []byte) bool {
-		return bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cjP  \r\n\x87\n")) ||
-			bytes.HasPrefix(b, []byte("\xff\x4f\xff\x51"))
-	}})
 	Register(Format{Name: "JPEG XL", Match: func(b []byte) bool {
 		return bytes.HasPrefix(b, []byte("\xff\x0a")) ||
 			bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cJXL \r\n\x87\n"))

@@ -113,7 +113,19 @@ EOF
 	local corpus=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
 	mkdir -p "$dir/corpus" && cp "$corpus"/jpeg/derived/*.jpg "$dir/corpus/" || return 1
 	cp -r "$corpus/broken" "$corpus/MANIFEST.tsv" "$dir/" || return 1
-	echo "corpus: $(ls "$dir/corpus" | wc -l) JPEGs, $(mb "$(size "$dir/corpus")")"
+	# Every other format, as tests/triton/test_formats.py makes them from a
+	# corpus photo (with the Triton venv's Pillow): GPU instances decode
+	# them on their CPU workers.
+	PYTHONPATH="$ROOT/tests/triton:$ROOT/tests" "${TRITON_VENV:-$ROOT/.venv-triton}/bin/python" - "$corpus" "$dir/corpus" <<'EOF' || return 1
+import pathlib, sys, tempfile
+import test_formats
+corpus, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+for fmt, make in test_formats.MAKERS.items():
+    with tempfile.TemporaryDirectory() as d:
+        for p, _ in make(corpus, pathlib.Path(d)):
+            (out / f"{fmt}_{p.name}").write_bytes(p.read_bytes())
+EOF
+	echo "corpus: $(ls "$dir/corpus" | wc -l) files ($(ls "$dir/corpus" | grep -c '\.jpg$') JPEGs, the rest other formats), $(mb "$(size "$dir/corpus")")"
 	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
 		echo "built $(date -u +%FT%TZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"

@@ -5,7 +5,8 @@ Run by scripts/gpu_triton.sh run (which starts the server and writes the
 models); needs only numpy for the checks (HTTP with the binary extension);
 the load uses gRPC through tritonclient when it imports, else HTTP.
 
-  (a) preprocess_gpu against preprocess_cpu on every corpus JPEG
+  (a) preprocess_gpu against preprocess_cpu on every corpus file (JPEGs and
+      the other formats gpu_triton.sh build makes)
   (b) random bytes to preprocess_gpu: an error that names the cause; the server stays up
   (c) ensemble_gpu's MEAN equals the mean of preprocess_gpu's PIXELS
   (d) whether consumer_gpu received GPU tensors (ON_GPU)
@@ -202,7 +203,7 @@ def main():
     ap.add_argument("--batches", default=os.environ.get("GT_BATCHES", "1,8"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    files = sorted(glob.glob(os.path.join(a.corpus, "*.jp*g")))
+    files = sorted(f for f in glob.glob(os.path.join(a.corpus, "*")) if os.path.isfile(f))
     R = {"checks": {}, "models": {}, "load": [], "files": len(files)}
     failed = []
 

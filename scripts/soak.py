@@ -47,7 +47,8 @@ from tritonclient.utils import InferenceServerException
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".pbm", ".pgm", ".ppm", ".pnm", ".tif", ".tiff", ".jp2",
+                  ".j2k", ".avif")
 
 
 def parse_args():

@@ -38,8 +38,9 @@ def logical_lines(text):
 
 
 class Stage:
-    def __init__(self, image, name):
-        self.image, self.name, self.lines = image, name, []
+    def __init__(self, image, name, written):
+        # image: with the global ARGs' defaults put in; written: as in the file.
+        self.image, self.name, self.written, self.lines = image, name, written, []
 
     def instr(self, kind):
         return [line.split(None, 1)[1] for line in self.lines if line.split(None, 1)[0].upper() == kind]
@@ -55,7 +56,7 @@ def docker():
         if kind == "FROM":
             m = re.fullmatch(r"(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
             image = re.sub(r"\$\{?(\w+)\}?", lambda v: args.get(v.group(1), v.group(0)), m.group(1))
-            stages.append(Stage(image, m.group(2)))
+            stages.append(Stage(image, m.group(2), m.group(1)))
         elif not stages and kind == "ARG":
             k, _, v = rest.partition("=")
             args[k.strip()] = v.strip()
@@ -63,6 +64,12 @@ def docker():
             stages[-1].lines.append(line)
     assert len(stages) >= 2, "docker/Dockerfile: expected a build stage and a runtime stage"
     return stages
+
+
+def global_args():
+    lines = logical_lines(DOCKERFILE.read_text())
+    first = next(i for i, line in enumerate(lines) if line.split()[0].upper() == "FROM")
+    return [line.split(None, 1)[1].partition("=")[0].strip() for line in lines[:first] if line.split()[0].upper() == "ARG"]
 
 
 def stage(docker, name):
@@ -171,8 +178,8 @@ def test_dockerignore_keeps_the_sources():
 
 
 def test_kernels_stage_builds_the_ptx_with_make(docker):
-    """The PTX is rebuilt with `make ptx` and Debian's nvcc, and the build
-    stage embeds that one instead of the committed copy."""
+    """The PTX and the sm_90 cubin are rebuilt with `make ptx` and Debian's
+    nvcc, and the build stage embeds those instead of the committed copies."""
     kernels = stage(docker, "kernels")
     assert kernels.image == "debian:bookworm", kernels.image
     runs = " ".join(kernels.instr("RUN"))
@@ -180,4 +187,20 @@ def test_kernels_stage_builds_the_ptx_with_make(docker):
     assert re.search(r"\bmake ptx\b", runs), runs
     assert re.search(r"^ptx:", (ROOT / "Makefile").read_text(), re.M), "Makefile lost target ptx"
     copies = stage(docker, "build").instr("COPY")
-    assert any(re.fullmatch(r"--from=kernels\s+/src/kernels/sluice\.ptx\s+kernels/sluice\.ptx", c) for c in copies), copies
+    built = ("sluice.ptx", "sluice_sm90.cubin", "sluice_sm90.cubin.sha256")
+    want = r"--from=kernels\s+" + r"\s+".join(re.escape("/src/kernels/" + f) for f in built) + r"\s+kernels/"
+    assert any(re.fullmatch(want, c) for c in copies), copies
+
+
+def test_every_base_is_a_build_argument(docker):
+    """Another registry or a local test base can stand in for each official
+    image: every FROM names a global ARG (the runtime's is BASE_IMAGE), and
+    scripts/image_bases.sh hands scripts/image.sh a test base for each."""
+    written = {st.name or "runtime": st.written for st in docker}
+    for name, image in written.items():
+        assert re.fullmatch(r"\$\{?\w+\}?", image), f"stage {name}: FROM {image} is not a build argument"
+    assert written["runtime"] in ("${BASE_IMAGE}", "$BASE_IMAGE"), written["runtime"]
+    from_args = {image.strip("${}") for image in written.values()}
+    assert from_args <= set(global_args()), f"FROM arguments without a global ARG: {from_args - set(global_args())}"
+    bases = set(re.findall(r'^echo "(\w+)=', (ROOT / "scripts" / "image_bases.sh").read_text(), re.M))
+    assert bases == from_args, f"scripts/image_bases.sh provides {sorted(bases)}, the Dockerfile's bases are {sorted(from_args)}"

@@ -1,0 +1,41 @@
+// The C side of the JPEG 2000 decoder (jp2mem.c): OpenJPEG over an
+// in-memory stream, its messages kept per codec. Every call makes and
+// destroys its own codec and stream, so that no pointer to Go memory
+// outlives the call.
+#ifndef SLUICE_JP2MEM_H
+#define SLUICE_JP2MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Not exported from the backend library: only package codec calls these.
+#define SL_HIDDEN __attribute__((visibility("hidden")))
+
+enum { SL_JP2_MSG_LEN = 256, SL_JP2_MAX_COMPS = 4 };
+
+typedef struct {
+	char err[SL_JP2_MSG_LEN];
+	char warn[SL_JP2_MSG_LEN];
+	int nerr, nwarn;
+} sl_jp2_state;
+
+// What opj_read_header found; per-component fields for the first
+// SL_JP2_MAX_COMPS components.
+typedef struct {
+	int rc; // 0: read; 1: OpenJPEG failed (see err)
+	uint32_t x0, y0, x1, y1;
+	int comps, space;
+	uint32_t prec[SL_JP2_MAX_COMPS], sgnd[SL_JP2_MAX_COMPS], dx[SL_JP2_MAX_COMPS], dy[SL_JP2_MAX_COMPS];
+} sl_jp2_info;
+
+// jp2 is 1 for a JP2 file, 0 for a raw codestream.
+SL_HIDDEN sl_jp2_info sl_jp2_header(const unsigned char *src, size_t n, int jp2, sl_jp2_state *st);
+
+// sl_jp2_decode decodes into dst as rows of pixels of want->comps 8-bit
+// samples, each sample scaled to 8 bits as Pillow does. Returns 0 on
+// success, 1 when OpenJPEG failed, 2 when the image differs from want, 3
+// when a JP2 palette or channel definitions changed the component count.
+SL_HIDDEN int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
+                  size_t dstlen, sl_jp2_state *st);
+
+#endif

@@ -1,0 +1,72 @@
+package codec
+
+import "encoding/binary"
+
+// j2kSIZ is what a JPEG 2000 codestream's SIZ marker segment says: read
+// here, before OpenJPEG sees the input, because opj_read_header allocates
+// per tile and per component from it.
+type j2kSIZ struct {
+	width, height int
+	tiles         uint64
+	comps         int
+}
+
+const (
+	jp2Magic = "\x00\x00\x00\x0cjP  \r\n\x87\n"
+	j2kMagic = "\xff\x4f\xff\x51" // SOC, then SIZ
+)
+
+// jp2Codestream returns the codestream of a JP2 file: the contents of its
+// first top-level "jp2c" box.
+func jp2Codestream(b []byte) ([]byte, *Error) {
+	for pos := uint64(0); ; {
+		if pos+8 > uint64(len(b)) {
+			return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends before the codestream box")
+		}
+		n := uint64(binary.BigEndian.Uint32(b[pos:]))
+		typ := string(b[pos+4 : pos+8])
+		hdr := uint64(8)
+		switch n {
+		case 0: // to the end
+			n = uint64(len(b)) - pos
+		case 1:
+			if pos+16 > uint64(len(b)) {
+				return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in a box header")
+			}
+			n, hdr = binary.BigEndian.Uint64(b[pos+8:]), 16
+		}
+		if n < hdr {
+			return nil, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 box %q has a bogus length %d", typ, n)
+		}
+		if typ == "jp2c" {
+			end := min(pos+n, uint64(len(b))) // a short box fails in OpenJPEG as truncated
+			return b[pos+hdr : end], nil
+		}
+		if n > uint64(len(b))-pos {
+			return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in box %q", typ)
+		}
+		pos += n
+	}
+}
+
+// parseSIZ reads the SIZ segment at the start of codestream cs.
+func parseSIZ(cs []byte) (j2kSIZ, *Error) {
+	if len(cs) < 4 || string(cs[:4]) != j2kMagic {
+		return j2kSIZ{}, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 codestream does not start with SOC and SIZ")
+	}
+	const fixed = 2 + 2 + 8*4 + 2 // Lsiz, Rsiz, 8 sizes, Csiz
+	if len(cs) < 4+fixed {
+		return j2kSIZ{}, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in the SIZ segment")
+	}
+	u32 := func(i int) uint64 { return uint64(binary.BigEndian.Uint32(cs[4+4+4*i:])) }
+	xsiz, ysiz, xo, yo, xt, yt, xto, yto := u32(0), u32(1), u32(2), u32(3), u32(4), u32(5), u32(6), u32(7)
+	comps := int(binary.BigEndian.Uint16(cs[4+fixed-2:]))
+	if xo >= xsiz || yo >= ysiz || xt == 0 || yt == 0 || xto > xo || yto > yo || xto+xt <= xo || yto+yt <= yo {
+		return j2kSIZ{}, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 SIZ gives an invalid image or tile grid")
+	}
+	return j2kSIZ{
+		width: int(xsiz - xo), height: int(ysiz - yo),
+		tiles: ((xsiz - xto + xt - 1) / xt) * ((ysiz - yto + yt - 1) / yt),
+		comps: comps,
+	}, nil
+}

@@ -1,0 +1,39 @@
+package codec
+
+import "strings"
+
+// tiffCauses classifies libtiff's first error text by what it contains;
+// the first match wins, and anything else is Corrupt.
+var tiffCauses = []struct {
+	contains string
+	cause    Cause
+}{
+	{"Not a TIFF", NotImage},
+	{"Cannot read TIFF header", Truncated},
+	{"Read error", Truncated},
+	{"Can not read", Truncated},
+	{"IO error", Truncated},
+	{"Unexpected end", Truncated},
+	{"Not enough data", Truncated},
+	{"past end", Truncated},
+	{"Premature end", Truncated},
+	{"not configured", Unsupported},
+	{"not implemented", Unsupported},
+	{"Sorry", Unsupported},
+	{"exceeds the limit", TooLarge},
+	{"Memory allocation of", TooLarge},
+	{"Maximum", TooLarge},
+}
+
+// tiffError turns a failed libtiff call's message into an error.
+func tiffError(msg string) *Error {
+	if msg == "" {
+		msg = "no message"
+	}
+	for _, c := range tiffCauses {
+		if strings.Contains(msg, c.contains) {
+			return formatErr(c.cause, "TIFF", "TIFF decode failed (%s)", msg)
+		}
+	}
+	return formatErr(Corrupt, "TIFF", "TIFF decode failed (%s)", msg)
+}
