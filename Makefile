@@ -40,14 +40,16 @@ pic-libs: deps
 
 # For the tests, which write what Go and Pillow cannot (RGB-coded JPEGs,
 # custom progressive scan scripts, tiled and YCbCr JPEG TIFFs, 16-bit RGB
-# JPEG 2000): libjpeg's headers (internal/testimg encodes through the
-# libjpeg API of libturbojpeg.a), cjpeg (tests/test_accuracy.py), tiffcp and
-# opj_compress (tests/test_accuracy_tiff_jp2.py, make_tiff_jp2.py in
-# codec/testdata).
+# JPEG 2000, deep and grid AVIFs): libjpeg's headers (internal/testimg
+# encodes through the libjpeg API of libturbojpeg.a), cjpeg
+# (tests/test_accuracy.py), tiffcp and opj_compress
+# (tests/test_accuracy_tiff_jp2.py, make_tiff_jp2.py in codec/testdata),
+# and avifenc (codec's AVIF tests, tests/test_accuracy_avif.py; a test tool
+# only: nothing links libavif).
 test-deps: deps
-	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools libopenjp2-tools >/dev/null 2>&1 || { \
+	@dpkg -s libjpeg-dev libjpeg-turbo-progs libtiff-tools libopenjp2-tools libavif-bin >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg-dev libjpeg-turbo-progs \
-	    libtiff-tools libopenjp2-tools; }
+	    libtiff-tools libopenjp2-tools libavif-bin; }
 
 # Python references for the accuracy tests and benchmarks (Pillow, OpenCV).
 venv: $(VENV)/.stamp
@@ -226,6 +228,7 @@ fuzz: test-deps pic-libs
 	$(GO) test -run '^$$' -fuzz FuzzEXIF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzTIFF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzJP2 -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzAVIF -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzExecute -fuzztime $(FUZZTIME) ./backend/
 
 # docker/Dockerfile built with buildah (no daemon, chroot isolation) over

@@ -1,6 +1,6 @@
 // Package codec decodes encoded images (JPEG through libjpeg-turbo, PNG
-// through Go's image/png, WebP through libwebp) into interleaved HWC uint8
-// buffers.
+// through Go's image/png, WebP through libwebp, AVIF through its own
+// container reader and dav1d) into interleaved HWC uint8 buffers.
 //
 // Formats register themselves and are recognised by content, never by file
 // name. A Decoder is per-worker state: it owns native handles and scratch
@@ -53,8 +53,8 @@ type Options struct {
 	// formats whose Header says Scalable; 0 or anything outside 1..8 means
 	// full size. Other formats ignore it.
 	Scale int
-	// Orient applies the EXIF orientation (JPEG only), so that the output
-	// is upright.
+	// Orient applies the orientation (a JPEG's EXIF tag, an AVIF's
+	// irot/imir), so that the output is upright.
 	Orient bool
 	// MaxPixels rejects images whose stored width × height exceeds it,
 	// before any pixel buffer is allocated; 0 means no limit. Only
@@ -80,8 +80,9 @@ func (o Options) scale() int {
 type Header struct {
 	Format        string // registered format name: "JPEG", "PNG"
 	Width, Height int    // stored size, before orientation and scaling
-	// Orientation is the EXIF orientation, 1 (upright) to 8; 1 when the
-	// image has none or the format carries none.
+	// Orientation is the EXIF orientation, 1 (upright) to 8 (an AVIF's
+	// irot/imir as its EXIF equivalent); 1 when the image has none or the
+	// format carries none.
 	Orientation int
 	// Scalable reports that Options.Scale is honoured (DCT-domain scaling).
 	Scalable bool

@@ -23,8 +23,8 @@ func TestDecodeUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string][]byte{
-		"GIF":       g.Bytes(),
-		"HEIF/AVIF": []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00"),
+		"GIF":  g.Bytes(),
+		"HEIF": []byte("\x00\x00\x00\x14ftypheic\x00\x00\x00\x00mif1"),
 	}
 	for name, src := range cases {
 		_, err := Decode(src, Options{})

@@ -58,6 +58,17 @@ func fuzzSeeds(f *testing.F) {
 		f.Add(seed)
 	}
 	formatSeeds(f, ".tif", ".jp2", ".j2k")
+	if pillowPython() != "" {
+		// AVIFs need Pillow to make; without the venv the fuzzer starts
+		// from the other seeds.
+		for _, opts := range []map[string]any{
+			{"mode": "RGB", "quality": 60},
+			{"mode": "RGBA", "subsampling": "4:4:4", "orientation": 7},
+			{"mode": "L", "range": "limited"},
+		} {
+			f.Add(pillowAVIF(f, avifTestImage(21, 13), opts))
+		}
+	}
 	dir, err := findCorpus()
 	if err != nil {
 		return
@@ -89,6 +100,25 @@ func fuzzDecoder(f *testing.F) {
 	d := NewDecoder()
 	f.Cleanup(d.Close)
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, d, data) })
+}
+
+// FuzzAVIF is FuzzDecode from AVIF seeds only (made with Pillow; without
+// the venv it skips), so that the fuzzer's time goes to the AVIF container
+// reader and dav1d.
+func FuzzAVIF(f *testing.F) {
+	if pillowPython() == "" {
+		f.Skip("no .venv with Pillow (make venv makes it)")
+	}
+	img := avifTestImage(21, 13)
+	for _, opts := range []map[string]any{
+		{"mode": "RGB", "quality": 60},
+		{"mode": "RGB", "subsampling": "4:2:2", "orientation": 6},
+		{"mode": "RGBA", "subsampling": "4:4:4", "orientation": 7},
+		{"mode": "L", "range": "limited"},
+	} {
+		f.Add(pillowAVIF(f, img, opts))
+	}
+	fuzzDecoder(f)
 }
 
 // checkDecode decodes data with d in several option sets: it may fail only

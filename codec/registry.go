@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 )
@@ -112,7 +113,7 @@ func init() {
 		return bytes.HasPrefix(b, []byte("\xff\x0a")) ||
 			bytes.HasPrefix(b, []byte("\x00\x00\x00\x0cJXL \r\n\x87\n"))
 	}})
-	Register(Format{Name: "HEIF/AVIF", Match: isISOBMFFImage})
+	Register(Format{Name: "HEIF", Match: func(b []byte) bool { return isISOBMFFImage(b) && !isAVIF(b) }})
 	Register(Format{Name: "QOI", Match: prefix("qoif")})
 }
 
@@ -129,7 +130,7 @@ func isBMP(b []byte) bool {
 	return false
 }
 
-// isISOBMFFImage recognises the "ftyp" box of HEIC and AVIF files.
+// isISOBMFFImage recognises the "ftyp" box of HEIF files, AVIF among them.
 func isISOBMFFImage(b []byte) bool {
 	if len(b) < 12 || string(b[4:8]) != "ftyp" {
 		return false
@@ -137,6 +138,27 @@ func isISOBMFFImage(b []byte) bool {
 	switch string(b[8:12]) {
 	case "heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1", "avif", "avis":
 		return true
+	}
+	return false
+}
+
+// isAVIF recognises AVIF's major brands, and generic HEIF brands (mif1,
+// msf1) that list avif among the compatible brands Match gets to see.
+func isAVIF(b []byte) bool {
+	if !isISOBMFFImage(b) {
+		return false
+	}
+	switch string(b[8:12]) {
+	case "avif", "avis":
+		return true
+	case "mif1", "msf1":
+		// Compatible brands follow the minor version, up to the box's end.
+		end := min(len(b), int(binary.BigEndian.Uint32(b[:4])))
+		for i := 16; i+4 <= end; i += 4 {
+			if s := string(b[i : i+4]); s == "avif" || s == "avis" {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -21,7 +21,7 @@ func init() {
 		Args: []ArgSpec{
 			{Name: "color", Type: StringArg, Default: StrVal("RGB"), Enum: []string{"RGB", "BGR", "GRAY", "RGBA", "BGRA"},
 				Doc: "output channels; alpha is kept only by RGBA and BGRA (255 where the image has none)"},
-			{Name: "orient", Type: BoolArg, Default: BoolVal(true), Doc: "apply the JPEG's EXIF orientation"},
+			{Name: "orient", Type: BoolArg, Default: BoolVal(true), Doc: "apply the orientation (a JPEG's EXIF tag, an AVIF's irot/imir)"},
 			// Off by default: a scaled decode is faster on large JPEGs but no
 			// longer matches Pillow (up to 25 levels on progressive 4:4:4
 			// photos), and GPU instances never scale, so CPU and GPU

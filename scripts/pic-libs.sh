@@ -33,7 +33,7 @@
 # libavif's .dsc and debian.tar.xz but answers 404 for
 # libavif_0.11.1.orig.tar.gz (bookworm and bookworm-security alike), so
 # apt-get source cannot unpack it; dav1d, the AV1 decoder AVIF needs, is
-# here.
+# here, and codec/avif*.go reads the container itself.
 #
 # Why: the Triton backend is a shared object that must need nothing but glibc
 # at run time, so these libraries go into it statically, and Debian's static
