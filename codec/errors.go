@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Cause classifies why an image could not be decoded; package ops uses the
 // same type for every per-sample failure.
@@ -31,4 +34,27 @@ func errorf(c Cause, format string, a ...any) *Error {
 // formatErr is errorf for a known format.
 func formatErr(c Cause, fmtName, format string, a ...any) *Error {
 	return &Error{Cause: c, Format: fmtName, Msg: fmt.Sprintf(format, a...)}
+}
+
+// msgCause is a fragment of a C library's error message and the cause it
+// means.
+type msgCause struct {
+	contains string
+	cause    Cause
+}
+
+// messageError classifies a failed library call's message: the first
+// fragment msg contains names the cause; anything else is Corrupt.
+func messageError(format string, causes []msgCause, msg string) *Error {
+	if msg == "" {
+		msg = "no message"
+	}
+	cause := Corrupt
+	for _, c := range causes {
+		if strings.Contains(msg, c.contains) {
+			cause = c.cause
+			break
+		}
+	}
+	return formatErr(cause, format, "%s decode failed (%s)", format, msg)
 }

@@ -157,10 +157,7 @@ func (t *pnmTokens) next() (v int, ok bool, err error) {
 		t.i++
 		switch {
 		case c == '#':
-			for t.i < len(t.src) && t.src[t.i] != '\n' && t.src[t.i] != '\r' {
-				t.i++
-			}
-			t.i++ // and the line end
+			t.skipComment()
 		case isPNMSpace(c):
 			if n > 0 {
 				return v, true, nil
@@ -178,6 +175,14 @@ func (t *pnmTokens) next() (v int, ok bool, err error) {
 		t.i = len(t.src)
 	}
 	return v, n > 0, nil
+}
+
+// skipComment skips the rest of a comment's line and its line end.
+func (t *pnmTokens) skipComment() {
+	for t.i < len(t.src) && t.src[t.i] != '\n' && t.src[t.i] != '\r' {
+		t.i++
+	}
+	t.i++
 }
 
 func (t *pnmTokens) header(name string) (int, error) {
@@ -198,10 +203,7 @@ func (t *pnmTokens) bit() (byte, error) {
 		t.i++
 		switch {
 		case c == '#':
-			for t.i < len(t.src) && t.src[t.i] != '\n' && t.src[t.i] != '\r' {
-				t.i++
-			}
-			t.i++
+			t.skipComment()
 		case isPNMSpace(c):
 		case c == '0':
 			return 0xFF, nil

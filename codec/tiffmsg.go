@@ -1,13 +1,8 @@
 package codec
 
-import "strings"
-
 // tiffCauses classifies libtiff's first error text by what it contains;
 // the first match wins, and anything else is Corrupt.
-var tiffCauses = []struct {
-	contains string
-	cause    Cause
-}{
+var tiffCauses = []msgCause{
 	{"Not a TIFF", NotImage},
 	{"Cannot read TIFF header", Truncated},
 	{"Read error", Truncated},
@@ -25,15 +20,5 @@ var tiffCauses = []struct {
 	{"Maximum", TooLarge},
 }
 
-// tiffError turns a failed libtiff call's message into an error.
-func tiffError(msg string) *Error {
-	if msg == "" {
-		msg = "no message"
-	}
-	for _, c := range tiffCauses {
-		if strings.Contains(msg, c.contains) {
-			return formatErr(c.cause, "TIFF", "TIFF decode failed (%s)", msg)
-		}
-	}
-	return formatErr(Corrupt, "TIFF", "TIFF decode failed (%s)", msg)
-}
+// tiffError turns a failed call's message into an error.
+func tiffError(msg string) *Error { return messageError("TIFF", tiffCauses, msg) }
