@@ -67,6 +67,8 @@ phase_start tools
 missing=()
 command -v buildah >/dev/null || missing+=(buildah)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+# buildah recommends it; installed so that a new machine has what this script was tested with.
+command -v fuse-overlayfs >/dev/null || missing+=(fuse-overlayfs)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
