@@ -104,15 +104,9 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 			return err
 		}
 	}
-	c, orient := o.color(), 1
-	if o.Orient {
-		orient = h.Orientation
-	}
-	out, oc := dst, c.Channels()
-	if orient != 1 {
-		d.scratch = grow(d.scratch, l.w*l.h*oc)
-		out = d.scratch
-	}
+	c := o.color()
+	oc := c.Channels()
+	out, orient := storedTarget(dst, &d.scratch, l.w*l.h*oc, h, o)
 	for y := 0; y < l.h; y++ {
 		packRGBA(out[y*l.w*oc:(y+1)*l.w*oc], d.rgba[y*l.w*4:(y+1)*l.w*4], c)
 	}

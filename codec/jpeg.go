@@ -205,16 +205,8 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	sh, sw := h.ScaledSize(o.scale())
 	c := o.color()
-	orient := 1
-	if o.Orient {
-		orient = h.Orientation
-	}
 	// Decode straight into dst when nothing follows; else into scratch.
-	out := dst
-	if orient != 1 {
-		d.scratch = grow(d.scratch, sh*sw*c.Channels())
-		out = d.scratch
-	}
+	out, orient := storedTarget(dst, &d.scratch, sh*sw*c.Channels(), h, o)
 	if h.jpeg.components == 4 {
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert as Pillow does.

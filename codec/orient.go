@@ -88,3 +88,14 @@ func copyRun(dst, row []byte, d, dx, c int) {
 		}
 	}
 }
+
+// storedTarget is where a decoder writes an image as stored (n bytes), and
+// the orientation to apply after (see Orient): dst itself and 1 when o keeps
+// the image as stored, else *scratch, grown to n, and h's orientation.
+func storedTarget(dst []byte, scratch *[]byte, n int, h Header, o Options) ([]byte, int) {
+	if !o.Orient || h.Orientation == 1 {
+		return dst, 1
+	}
+	*scratch = grow(*scratch, n)
+	return *scratch, h.Orientation
+}

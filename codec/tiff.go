@@ -215,15 +215,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		return tiffError(C.GoString(&d.st.err[0]))
 	}
 	c := o.color()
-	orient := 1
-	if o.Orient {
-		orient = h.Orientation
-	}
-	out := dst
-	if orient != 1 {
-		d.scratch = grow(d.scratch, w*hh*c.Channels())
-		out = d.scratch
-	}
+	out, orient := storedTarget(dst, &d.scratch, w*hh*c.Channels(), h, o)
 	d.row = grow(d.row, 4*w)
 	d.s8 = grow(d.s8, 4*w)
 	var lut [256][4]byte
