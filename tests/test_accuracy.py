@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
+import formats  # tests/formats.py
 from conftest import decode_pipeline, diff_stats
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
@@ -310,14 +311,7 @@ def imagenet_text(dct):
 def imagenet_reference(rgb):
     """torchvision's Resize(256) + CenterCrop(224) + ToTensor + Normalize,
     written out with Pillow and NumPy: the uint8 crop, and the tensor."""
-    h, w = rgb.shape[:2]
-    if w <= h:
-        nw, nh = 256, int(256 * h / w)
-    else:
-        nh, nw = 256, int(256 * w / h)
-    r = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.BILINEAR))
-    top, left = int(round((nh - 224) / 2.0)), int(round((nw - 224) / 2.0))
-    crop = r[top:top + 224, left:left + 224]
+    crop = formats.imagenet_crop(rgb)
     return crop, ((crop.astype(np.float32) / 255 - MEAN) / STD).transpose(2, 0, 1)
 
 
