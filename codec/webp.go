@@ -174,7 +174,8 @@ func (d *webpDecoder) decode(dst, src []byte, h Header, c Color) error {
 }
 
 // firstFrame decodes an animation's first frame as RGBA, then converts it
-// to c as Pillow converts its RGBA image: alpha dropped, or luma.
+// to c as Pillow converts its RGBA image (alpha dropped, or luma), as PNG's
+// RGBA rows are.
 func (d *webpDecoder) firstFrame(dst, src []byte, h Header, c Color) error {
 	n := h.Pixels()
 	rgba := dst
@@ -192,18 +193,8 @@ func (d *webpDecoder) firstFrame(dst, src []byte, h Header, c Color) error {
 	case 2:
 		return formatErr(Corrupt, "WebP", "animated WebP: the first frame does not decode")
 	}
-	for i := range n {
-		p := rgba[4*i : 4*i+4 : 4*i+4]
-		switch c {
-		case RGB:
-			dst[3*i], dst[3*i+1], dst[3*i+2] = p[0], p[1], p[2]
-		case BGR:
-			dst[3*i], dst[3*i+1], dst[3*i+2] = p[2], p[1], p[0]
-		case BGRA:
-			dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = p[2], p[1], p[0], p[3]
-		case Gray:
-			dst[i] = luma(p[0], p[1], p[2])
-		}
+	if c != RGBA {
+		packRGBA(dst, rgba[:4*n], c)
 	}
 	return nil
 }
