@@ -96,9 +96,9 @@ func init() {
 // the demuxer decodes no other frame for it (two canvases of 4 bytes a
 // pixel are what it holds).
 type webpDecoder struct {
-	rgb []byte // GRAY output: the RGB decode before conversion
-	// rgba: an animation's first frame, before conversion to other
-	// colours than RGBA.
+	// rgba: the image as RGBA before its conversion to GRAY (libwebp has
+	// no grey output), or an animation's first frame before conversion to
+	// any colour but RGBA.
 	rgba []byte
 }
 
@@ -130,15 +130,12 @@ func (d *webpDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		return d.firstFrame(dst, src, h, c)
 	}
 	if c == Gray {
-		// libwebp has no grey output: decode RGB, then take the luma as
-		// Pillow's convert("L") does (alpha ignored, as there).
-		d.rgb = grow(d.rgb, h.Pixels()*3)
-		if err := d.decode(d.rgb, src, h, RGB); err != nil {
+		// Pillow's convert("L"): the luma, alpha ignored.
+		d.rgba = grow(d.rgba, h.Pixels()*4)
+		if err := d.decode(d.rgba, src, h, RGBA); err != nil {
 			return err
 		}
-		for i := range dst[:h.Pixels()] {
-			dst[i] = luma(d.rgb[3*i], d.rgb[3*i+1], d.rgb[3*i+2])
-		}
+		packRGBA(dst, d.rgba[:h.Pixels()*4], Gray)
 		return nil
 	}
 	return d.decode(dst, src, h, c)
