@@ -100,8 +100,7 @@ var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
 
 // route picks the decoder for a sample whose header was read: nvJPEG's
 // batched decoders for Huffman-coded sequential JPEGs and its decoupled one
-// for progressive JPEGs and for large sequential ones the engines do not
-// take, where the chroma layout is one libjpeg's
+// for progressive JPEGs, where the chroma layout is one libjpeg's
 // upsampling (which the conversion kernel follows) covers; the CPU for the
 // rest. Every
 // path writes interleaved RGB, but for a PNG's alpha when the pipeline
@@ -137,14 +136,6 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 		smp.hw = path == PathHybrid && e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
-	}
-	// A large image the engines do not take: the batched hybrid decoder
-	// decodes Huffman codes on the one thread that calls it, one image
-	// after another, while the decoupled one spreads such images over
-	// every CPU worker (measured: 4-megapixel greyscale photos, 328 img/s
-	// batched).
-	if path == PathHybrid && !smp.hw && w.huff != nil && smp.w*smp.h > gpuHuffmanPixels {
-		path = PathCPUHuffman
 	}
 	smp.path, smp.sub = path, info.Subsampling
 }

@@ -71,13 +71,11 @@ func corpusFiles(t *testing.T) []string {
 // ids 'R', 'G', 'B'); and chroma subsamplings other than 4:4:4, 4:2:2,
 // 4:2:0 and 4:4:0. The rest go to nvJPEG: progressive ones to its
 // decoupled decoder (Huffman on a CPU thread), the others to its batched
-// ones, greyscale ones to the hybrid decoder only, but those of more than
-// gpuHuffmanPixels that the engines do not take to the decoupled one too.
+// ones, greyscale ones to the hybrid decoder only.
 type route struct {
 	cpu         string // why the CPU; "" for nvJPEG
 	gray        bool
 	progressive bool
-	pixels      int
 	// either: factors other than the usual ones (luma 2x2 with chroma
 	// 1x2 is 4:2:2 by its ratios) that nvJPEG may or may not report as
 	// a subsampling it has a name for.
@@ -117,10 +115,9 @@ func routeOf(b []byte) route {
 			if len(seg) < 6 || len(seg) < 6+3*int(seg[5]) {
 				return route{cpu: "short frame header"}
 			}
-			px := (int(seg[1])<<8 | int(seg[2])) * (int(seg[3])<<8 | int(seg[4]))
 			switch seg[5] {
 			case 1:
-				return route{gray: true, progressive: prog, pixels: px}
+				return route{gray: true, progressive: prog}
 			case 3:
 			default:
 				return route{cpu: fmt.Sprintf("%d components", seg[5])}
@@ -140,7 +137,7 @@ func routeOf(b []byte) route {
 			if h[1] != 1 || v[1] != 1 {
 				return route{cpu: sampling, either: true}
 			}
-			return route{progressive: prog, pixels: px}
+			return route{progressive: prog}
 		}
 	}
 	return route{cpu: "no frame header"}
@@ -357,7 +354,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 						f := files[start+s]
 						we, ge := wantErrs[s], got.Errs[s]
 						if ge == nil {
-							want.add(f, routes[start+s], hw && share > 0)
+							want.add(f, routes[start+s])
 						}
 						if se, ok := we.(*executor.SampleError); ok && ge == nil && se.Cause() == ops.Corrupt && knownCorrupt[filepath.Base(f)] {
 							// libjpeg flags entropy data that ends early
@@ -433,26 +430,20 @@ func hardwareDecoder(t *testing.T) bool {
 // their routes.
 type pathCounts struct {
 	nvjpeg, gray, cpu, huffman, either int
-	// large: colour sequential JPEGs over gpuHuffmanPixels, which go to
-	// the engines where they take them, else to the decoupled decoder.
-	large    int
-	cpuFiles []string // "name (why)"
+	cpuFiles                           []string // "name (why)"
 }
 
-func (p *pathCounts) add(file string, r route, hwOn bool) {
-	big := r.pixels > gpuHuffmanPixels
+func (p *pathCounts) add(file string, r route) {
 	switch {
 	case r.either:
 		p.either++
 	case r.cpu != "":
 		p.cpu++
-	case r.progressive, r.gray && big, big && !hwOn:
+	case r.progressive:
 		p.huffman++
 	case r.gray:
 		p.gray++
 		p.nvjpeg++
-	case big:
-		p.large++
 	default:
 		p.nvjpeg++
 	}
@@ -468,13 +459,13 @@ func (p *pathCounts) add(file string, r route, hwOn bool) {
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
 	hw, hy, cpu, huff := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathCPUHuffman].N)
-	total := p.nvjpeg + p.cpu + p.huffman + p.either + p.large
+	total := p.nvjpeg + p.cpu + p.huffman + p.either
 	if hw+hy+cpu+huff != total {
 		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, cpu_huffman %d), the GPU executor returned %d",
 			hw+hy+cpu+huff, hw, hy, cpu, huff, total)
 	}
-	if huff < p.huffman || huff > p.huffman+p.large {
-		t.Errorf("nvJPEG's decoupled decoder decoded %d images; %d JPEGs go there (progressive, or large and not for the engines), %d more may", huff, p.huffman, p.large)
+	if huff != p.huffman {
+		t.Errorf("nvJPEG's decoupled decoder decoded %d images, %d progressive JPEGs go there", huff, p.huffman)
 	}
 	if cpu < p.cpu || cpu > p.cpu+p.either {
 		t.Errorf("CPU decoded %d images; their headers send %d there (%d more may go): %s",

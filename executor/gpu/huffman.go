@@ -9,8 +9,7 @@ import (
 )
 
 // huffman is nvJPEG's decoupled decoders for progressive JPEGs, which no
-// batched decoder takes (and for large sequential ones the engines do not
-// take, see route): each CPU worker Huffman-decodes one image on its
+// batched decoder takes: each CPU worker Huffman-decodes one image on its
 // own thread, and the GPU does the inverse DCT; libjpeg-turbo alone would
 // do both on the CPU. A large image's Huffman decoding on one thread would
 // hold its whole batch back (a 16-megapixel progressive JPEG takes about
