@@ -363,6 +363,69 @@ func MemsetD8Async(dst DevicePtr, v byte, n int, s Stream) error {
 	return check("cuMemsetD8Async", cuMemsetD8Async(dst, v, sz, uintptr(s)))
 }
 
+// MemcpyPeerAsync queues a copy of n bytes from src to dst on s where either may be memory of
+// another GPU than the current context's: the driver finds each pointer's device (unified
+// addressing) and copies over the GPUs' link, directly where EnablePeerAccess was called.
+func MemcpyPeerAsync(dst, src DevicePtr, n int, s Stream) error {
+	sz, err := size("cuMemcpyAsync", n)
+	if err != nil || sz == 0 {
+		return err
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	return check("cuMemcpyAsync", cuMemcpyAsync(uintptr(dst), uintptr(src), sz, uintptr(s)))
+}
+
+// MemcpyHtoPeerAsync queues a copy of src to dst on s where dst may be memory of another GPU
+// than the current context's. As for MemcpyHtoDAsync, src may be reused once it returns.
+func MemcpyHtoPeerAsync(dst DevicePtr, src []byte, s Stream) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	r := cuMemcpyAsync(uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uint64(len(src)), uintptr(s))
+	runtime.KeepAlive(src)
+	return check("cuMemcpyAsync", r)
+}
+
+// CanAccessPeer reports whether device dev can reach device peer's memory directly (NVLink
+// or PCIe peer-to-peer).
+func CanAccessPeer(dev, peer int) (bool, error) {
+	d, err := device(dev)
+	if err != nil {
+		return false, err
+	}
+	p, err := device(peer)
+	if err != nil {
+		return false, err
+	}
+	var can int32
+	if err := check("cuDeviceCanAccessPeer", cuDeviceCanAccessPeer(&can, d, p)); err != nil {
+		return false, err
+	}
+	return can != 0, nil
+}
+
+// EnablePeerAccess lets the current context's copies and kernels reach peer's memory
+// directly instead of through host memory. Enabling it twice is not an error: access is the
+// context's, shared with every other user of the primary context.
+func EnablePeerAccess(peer *Context) error {
+	if peer == nil || peer.ctx == 0 {
+		return errors.New("cuda: EnablePeerAccess to a released context")
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	err := check("cuCtxEnablePeerAccess", cuCtxEnablePeerAccess(peer.ctx, 0))
+	if IsResult(err, ErrorPeerAccessAlreadyEnabled) {
+		return nil
+	}
+	return err
+}
+
 // Module is a loaded CUmodule.
 type Module struct {
 	h uintptr

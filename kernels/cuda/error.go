@@ -10,17 +10,18 @@ type Result int
 
 // The results callers act on; the driver has many more, which Error names all the same.
 const (
-	Success             Result = 0
-	ErrorInvalidValue   Result = 1
-	ErrorOutOfMemory    Result = 2
-	ErrorNotInitialized Result = 3
-	ErrorDeinitialized  Result = 4
-	ErrorNoDevice       Result = 100
-	ErrorInvalidDevice  Result = 101
-	ErrorInvalidPTX     Result = 218
-	ErrorInvalidHandle  Result = 400
-	ErrorNotFound       Result = 500
-	ErrorNotReady       Result = 600
+	Success                       Result = 0
+	ErrorInvalidValue             Result = 1
+	ErrorOutOfMemory              Result = 2
+	ErrorNotInitialized           Result = 3
+	ErrorDeinitialized            Result = 4
+	ErrorNoDevice                 Result = 100
+	ErrorInvalidDevice            Result = 101
+	ErrorInvalidPTX               Result = 218
+	ErrorInvalidHandle            Result = 400
+	ErrorNotFound                 Result = 500
+	ErrorNotReady                 Result = 600
+	ErrorPeerAccessAlreadyEnabled Result = 704
 )
 
 // Error is a failed driver call.

@@ -164,6 +164,69 @@ func TestGPUMemoryRoundTrip(t *testing.T) {
 	}
 }
 
+// The unified-address copies that reach another GPU's memory: from host
+// memory and from device memory, on one GPU, and from device 0 to device 1
+// with peer access enabled where the host has two.
+func TestGPUPeerCopies(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx0 := gpu(t)
+	const n = 300<<10 + 7
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i*13 + i>>9)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := MemAlloc(n)
+	must(err)
+	defer MemFree(a)
+	b, err := MemAlloc(n)
+	must(err)
+	defer MemFree(b)
+	back := make([]byte, n)
+	must(MemcpyHtoPeerAsync(a, src, 0))
+	must(MemcpyPeerAsync(b, a, n, 0))
+	must(MemcpyDtoHAsync(back, b, 0))
+	must(Stream(0).Synchronize())
+	if !bytes.Equal(back, src) {
+		t.Fatal("copies through unified addresses on one GPU changed the data")
+	}
+	if k, err := DeviceCount(); err != nil || k < 2 {
+		t.Logf("one GPU: the copy to a second GPU is not tested (%d devices, %v)", k, err)
+		return
+	}
+	ctx1, err := RetainPrimary(1)
+	must(err)
+	defer ctx1.Release()
+	can, err := CanAccessPeer(0, 1)
+	must(err)
+	t.Logf("GPU 0 can access GPU 1 directly: %v", can)
+	if can {
+		must(EnablePeerAccess(ctx1))
+		must(EnablePeerAccess(ctx1)) // enabled already: not an error
+	}
+	must(ctx1.SetCurrent())
+	c, err := MemAlloc(n)
+	must(err)
+	defer func() { ctx1.SetCurrent(); MemFree(c); ctx0.SetCurrent() }()
+	must(ctx0.SetCurrent())
+	clear(back)
+	must(MemcpyPeerAsync(c, a, n, 0)) // GPU 0 to GPU 1, on GPU 0's stream
+	must(Stream(0).Synchronize())
+	must(ctx1.SetCurrent())
+	must(MemcpyDtoHAsync(back, c, 0))
+	must(Stream(0).Synchronize())
+	must(ctx0.SetCurrent())
+	if !bytes.Equal(back, src) {
+		t.Fatal("the copy from GPU 0 to GPU 1 changed the data")
+	}
+}
+
 // addOnePTX adds 1 to each of n bytes at p: add1(u8 *p, u32 n).
 const addOnePTX = `.version 7.0
 .target sm_70

@@ -44,6 +44,9 @@ var (
 	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src DevicePtr, n uint64, s uintptr) int32
 	cuMemcpyDtoDAsync         func(dst, src DevicePtr, n uint64, s uintptr) int32
 	cuMemsetD8Async           func(dst DevicePtr, v uint8, n uint64, s uintptr) int32
+	cuMemcpyAsync             func(dst, src uintptr, n uint64, s uintptr) int32
+	cuDeviceCanAccessPeer     func(can *int32, dev, peer int32) int32
+	cuCtxEnablePeerAccess     func(peer uintptr, flags uint32) int32
 	cuModuleLoadDataEx        func(m *uintptr, image unsafe.Pointer, nopt uint32, opts *int32, vals *uintptr) int32
 	cuModuleGetFunction       func(f *uintptr, m uintptr, name string) int32
 	cuModuleUnload            func(m uintptr) int32
@@ -91,6 +94,9 @@ func symbols() []symbol {
 		{&cuMemcpyDtoHAsync, []string{"cuMemcpyDtoHAsync_v2"}},
 		{&cuMemcpyDtoDAsync, []string{"cuMemcpyDtoDAsync_v2"}},
 		{&cuMemsetD8Async, []string{"cuMemsetD8Async"}},
+		{&cuMemcpyAsync, []string{"cuMemcpyAsync"}},
+		{&cuDeviceCanAccessPeer, []string{"cuDeviceCanAccessPeer"}},
+		{&cuCtxEnablePeerAccess, []string{"cuCtxEnablePeerAccess"}},
 		{&cuModuleLoadDataEx, []string{"cuModuleLoadDataEx"}},
 		{&cuModuleGetFunction, []string{"cuModuleGetFunction"}},
 		{&cuModuleUnload, []string{"cuModuleUnload"}},
