@@ -40,11 +40,13 @@ type Executor interface {
 }
 
 // Dest is where one sample of one output goes: host memory (Host), or,
-// when Dev is not 0, device memory at address Dev on the executor's GPU.
-// The CPU executor writes host memory only.
+// when Dev is not 0, device memory at address Dev on GPU Device. A GPU
+// executor writes its own GPU's memory in place and another GPU's through
+// a copy (Stats.CrossDevice); the CPU executor writes host memory only.
 type Dest struct {
-	Host []byte
-	Dev  uintptr
+	Host   []byte
+	Dev    uintptr
+	Device int
 }
 
 // Step is a timed part of an executor's work, named by the pipeline
@@ -72,6 +74,8 @@ func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []
 			switch {
 			case d[s].Dev != 0 && !device:
 				return fmt.Errorf("output %s, sample %d: a device destination; this executor writes host memory", name, s)
+			case d[s].Dev != 0 && d[s].Device < 0:
+				return fmt.Errorf("output %s, sample %d: device destination on GPU %d", name, s, d[s].Device)
 			case d[s].Dev == 0 && len(d[s].Host) != sampleBytes[o]:
 				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", name, s, len(d[s].Host), sampleBytes[o])
 			}
@@ -100,6 +104,10 @@ type Stats struct {
 	// Decoded counts images by the decoder that took them (the GPU's
 	// hardware, hybrid, cpu).
 	Decoded []Counter
+	// CrossDevice counts the copies a GPU executor made to another GPU's
+	// memory (outputs whose destination is there), CrossDeviceBytes their
+	// bytes.
+	CrossDevice, CrossDeviceBytes int64
 }
 
 // Counter is one named count.

@@ -29,7 +29,7 @@ type sample struct {
 	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
 	sub    nvjpeg.Subsampling
 	hw     bool // the hardware decoder takes it
-	stage  int  // arena offset of the image output's staging (host destinations); -1 if none
+	stage  int  // arena offset of the image output's staging (host or another GPU's destination); -1 if none
 	geom   ops.Geom
 }
 
@@ -180,7 +180,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		if smp.path != PathCPU {
 			need += smp.planeBytes()
 		}
-		if b.dst[img][end].Dev == 0 {
+		if !e.local(b.dst[img][end]) {
 			need += alignUp(e.sampleBytes[img])
 		}
 		if off+need+alignUp((count+1)*int(unsafe.Sizeof(kernels.Sample{}))) > e.mem.cap {
@@ -197,7 +197,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 			smp.planes = off
 			off += smp.planeBytes()
 		}
-		if b.dst[img][end].Dev == 0 {
+		if !e.local(b.dst[img][end]) {
 			smp.stage = off
 			off += alignUp(e.sampleBytes[img])
 		}
@@ -395,9 +395,9 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			continue
 		}
 		g := &smp.geom
-		dst := cuda.DevicePtr(b.dst[img][s].Dev)
-		if dst == 0 {
-			dst = base + cuda.DevicePtr(smp.stage)
+		dst := base + cuda.DevicePtr(smp.stage)
+		if d := b.dst[img][s]; e.local(d) {
+			dst = cuda.DevicePtr(d.Dev)
 		}
 		orient := 1
 		if e.chain.orient && smp.hdr.Orientation > 0 {
@@ -437,16 +437,27 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		if smp.failed {
 			continue
 		}
-		if d := b.dst[img][s]; d.Dev == 0 {
-			if err := cuda.MemcpyDtoHAsync(d.Host, base+cuda.DevicePtr(smp.stage), e.main); err != nil {
-				return err
-			}
+		stage := base + cuda.DevicePtr(smp.stage)
+		var err error
+		switch d := b.dst[img][s]; {
+		case d.Dev == 0:
+			err = cuda.MemcpyDtoHAsync(d.Host, stage, e.main)
+		case !e.local(d):
+			err = e.stageToPeer(d, stage, e.sampleBytes[img])
+		}
+		if err != nil {
+			return err
 		}
 		for _, so := range e.chain.side {
-			if d := b.dst[so.output][s]; d.Dev != 0 {
-				if err := cuda.MemcpyHtoDAsync(cuda.DevicePtr(d.Dev), e.sideBlock(s)[so.at:so.at+so.size], e.main); err != nil {
-					return err
-				}
+			src := e.sideBlock(s)[so.at : so.at+so.size]
+			switch d := b.dst[so.output][s]; {
+			case e.local(d):
+				err = cuda.MemcpyHtoDAsync(cuda.DevicePtr(d.Dev), src, e.main)
+			case d.Dev != 0:
+				err = e.toPeer(d, src)
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}

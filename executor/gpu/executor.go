@@ -103,6 +103,12 @@ type Executor struct {
 	devOut  []cuda.DevicePtr // RunOnDevice's outputs
 	devOutN int
 
+	// Other GPUs' primary contexts, retained on their first destination
+	// there (peer access enabled where the devices allow it), and zeros
+	// for a failed sample's destination there.
+	peers map[int]*cuda.Context
+	zeros []byte
+
 	mu      sync.Mutex
 	closed  bool
 	samples []sample
@@ -113,7 +119,9 @@ type Executor struct {
 	retryMu   sync.Mutex
 	lastRetry error
 	nanos     [len(phases)]atomic.Int64
-	result    *executor.Result
+	// Copies to other GPUs' memory, and their bytes.
+	crossN, crossBytes atomic.Int64
+	result             *executor.Result
 }
 
 // New builds the executor: the pipeline's GPU form, the device's primary
@@ -262,6 +270,7 @@ func (e *Executor) Stats(st *executor.Stats) {
 	for p := range Path(numPaths) {
 		st.Decoded = append(st.Decoded, executor.Counter{Name: p.String(), N: e.decoded[p].Load()})
 	}
+	st.CrossDevice, st.CrossDeviceBytes = e.crossN.Load(), e.crossBytes.Load()
 }
 
 // Close waits for a batch in flight and releases every device resource.
@@ -292,6 +301,10 @@ func (e *Executor) release() {
 	}
 	e.mem.free()
 	e.freeDeviceOut()
+	for _, c := range e.peers {
+		c.Release()
+	}
+	e.peers = nil
 	for _, b := range [][]byte{e.desc, e.side} {
 		if b != nil {
 			cuda.MemFreeHost(b)
@@ -326,9 +339,9 @@ func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
 	return e.result, nil
 }
 
-// RunInto is executor.Executor's: the kernel writes device destinations
-// in place and host ones through a staging copy. A failed sample's
-// destinations are zeroed.
+// RunInto is executor.Executor's: the kernel writes destinations on this
+// GPU in place, and host ones and other GPUs' through a staging copy. A
+// failed sample's destinations are zeroed.
 func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -395,11 +408,20 @@ func (e *Executor) zeroFailed(b *batch) error {
 		}
 		for o := range b.dst {
 			d := b.dst[o][s]
-			if d.Dev == 0 {
+			var err error
+			switch {
+			case d.Dev == 0:
 				clear(d.Host)
 				continue
+			case e.local(d):
+				err = cuda.MemsetD8Async(cuda.DevicePtr(d.Dev), 0, e.sampleBytes[o], e.main)
+			default:
+				if len(e.zeros) < e.sampleBytes[o] {
+					e.zeros = make([]byte, e.sampleBytes[o])
+				}
+				err = e.toPeer(d, e.zeros[:e.sampleBytes[o]])
 			}
-			if err := cuda.MemsetD8Async(cuda.DevicePtr(d.Dev), 0, e.sampleBytes[o], e.main); err != nil {
+			if err != nil {
 				return err
 			}
 			queued = true
@@ -426,7 +448,7 @@ func (e *Executor) RunOnDevice(in [][][]byte) ([]error, error) {
 	for i := range dst {
 		dst[i] = make([]Dest, n)
 		for s := range n {
-			dst[i][s].Dev = uintptr(e.devOut[i]) + uintptr(s*e.sampleBytes[i])
+			dst[i][s] = Dest{Dev: uintptr(e.devOut[i]) + uintptr(s*e.sampleBytes[i]), Device: e.opt.Device}
 		}
 	}
 	errs := make([]error, n)
@@ -466,4 +488,60 @@ func (e *Executor) freeDeviceOut() {
 		cuda.MemFree(p)
 	}
 	e.devOut, e.devOutN = nil, 0
+}
+
+// local reports whether d is device memory of the executor's own GPU,
+// which the kernel writes in place.
+func (e *Executor) local(d Dest) bool { return d.Dev != 0 && d.Device == e.opt.Device }
+
+// peer returns GPU dev's primary context, retained on first use, with
+// this context's access to it enabled where the devices allow: copies
+// then go over the GPUs' link instead of through host memory. The
+// executor's context is current.
+func (e *Executor) peer(dev int) (*cuda.Context, error) {
+	if c := e.peers[dev]; c != nil {
+		return c, nil
+	}
+	c, err := cuda.RetainPrimary(dev)
+	if err != nil {
+		return nil, fmt.Errorf("output on GPU %d: %w", dev, err)
+	}
+	// Without direct access (not possible, or refused: too many peers)
+	// the driver stages the copies through host memory: slower, still
+	// right.
+	if ok, err := cuda.CanAccessPeer(e.opt.Device, dev); err == nil && ok {
+		cuda.EnablePeerAccess(c)
+	}
+	if e.peers == nil {
+		e.peers = map[int]*cuda.Context{}
+	}
+	e.peers[dev] = c
+	return c, nil
+}
+
+// toPeer queues a copy of host bytes to d, on another GPU, and counts it.
+func (e *Executor) toPeer(d Dest, src []byte) error {
+	if _, err := e.peer(d.Device); err != nil {
+		return err
+	}
+	if err := cuda.MemcpyHtoPeerAsync(cuda.DevicePtr(d.Dev), src, e.main); err != nil {
+		return err
+	}
+	e.crossN.Add(1)
+	e.crossBytes.Add(int64(len(src)))
+	return nil
+}
+
+// stageToPeer queues a copy of n staged bytes at src to d, on another
+// GPU, and counts it.
+func (e *Executor) stageToPeer(d Dest, src cuda.DevicePtr, n int) error {
+	if _, err := e.peer(d.Device); err != nil {
+		return err
+	}
+	if err := cuda.MemcpyPeerAsync(cuda.DevicePtr(d.Dev), src, n, e.main); err != nil {
+		return err
+	}
+	e.crossN.Add(1)
+	e.crossBytes.Add(int64(n))
+	return nil
 }

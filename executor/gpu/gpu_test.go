@@ -293,122 +293,137 @@ const (
 // messages, every image is within the bounds above, and each image was
 // decoded where its header says it must be (routeOf): a run where nvJPEG
 // failed and everything fell back to the CPU compares the CPU with itself,
-// and fails here.
+// and fails here. It runs on every GPU of the host.
 func TestGPUMatchesCPU(t *testing.T) {
-	gputest.Require(t)
-	files := corpusFiles(t)
-	var imgs [][]byte
-	routes := make([]route, len(files))
-	broken := 0
-	for i, f := range files {
+	devs := gputest.Devices(t)
+	tc := testCorpus{files: corpusFiles(t)}
+	tc.routes = make([]route, len(tc.files))
+	for i, f := range tc.files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		imgs = append(imgs, b)
-		routes[i] = routeOf(b)
+		tc.imgs = append(tc.imgs, b)
+		tc.routes[i] = routeOf(b)
 		if filepath.Base(filepath.Dir(f)) == "broken" {
-			broken++
+			tc.broken++
 		}
 	}
 	hw := hardwareDecoder(t)
-	for _, share := range []float64{1, 0} {
-		for _, c := range cases() {
-			// Hybrid-only runs for two cases: the kernel is the same.
-			if share == 0 && c.name != "imagenet/linear" && c.name != "letterbox/linear" {
-				continue
+	for _, dev := range devs {
+		for _, share := range []float64{1, 0} {
+			for _, c := range cases() {
+				// Hybrid-only runs for two cases: the kernel is the same.
+				if share == 0 && c.name != "imagenet/linear" && c.name != "letterbox/linear" {
+					continue
+				}
+				t.Run(fmt.Sprintf("gpu%d/%s/hw%.0f", dev, c.name, share), func(t *testing.T) {
+					matchCPU(t, c, dev, share, hw, &tc)
+				})
 			}
-			t.Run(fmt.Sprintf("%s/hw%.0f", c.name, share), func(t *testing.T) {
-				prog := compile(t, c.text)
-				cpu, err := executor.New(prog, executor.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cpu.Close()
-				g, err := New(compile(t, c.text), executor.Options{HWShare: share})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Close()
-				const batch = 64
-				var worstMean, worstMax float64
-				var worstFile string
-				ok, failed := 0, 0
-				var want pathCounts // over the images the GPU decoded
-				for start := 0; start < len(imgs); start += batch {
-					in := [][][]byte{imgs[start:min(start+batch, len(imgs))]}
-					res, err := cpu.Run(in)
-					if err != nil {
-						t.Fatal(err)
-					}
-					wantOut := make([][]byte, len(res.Outputs))
-					for i, o := range res.Outputs {
-						wantOut[i] = slices.Clone(o.Data)
-					}
-					wantErrs := slices.Clone(res.Errs)
-					got, err := g.Run(in)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for s := range in[0] {
-						f := files[start+s]
-						we, ge := wantErrs[s], got.Errs[s]
-						if ge == nil {
-							want.add(f, routes[start+s])
-						}
-						if se, ok := we.(*executor.SampleError); ok && ge == nil && se.Cause() == ops.Corrupt && knownCorrupt[filepath.Base(f)] {
-							// libjpeg flags entropy data that ends early
-							// (a warning Sluice makes an error); nvJPEG
-							// decodes what there is without a word.
-							t.Logf("%s: known difference: CPU %v, GPU decodes it", filepath.Base(f), we)
-							continue
-						}
-						if (we == nil) != (ge == nil) || (we != nil && we.Error() != ge.Error()) {
-							t.Errorf("%s: CPU error %v, GPU error %v", f, we, ge)
-							continue
-						}
-						if we != nil {
-							failed++
-							continue
-						}
-						ok++
-						for i, o := range got.Outputs {
-							sz := g.SampleBytes(i)
-							gv := values(o.Data[s*sz:(s+1)*sz], o.Spec.DType)
-							wv := values(wantOut[i][s*sz:(s+1)*sz], o.Spec.DType)
-							if i > 0 { // letterbox's scale and offset: exact
-								if !slices.Equal(gv, wv) {
-									t.Errorf("%s: %s %v, CPU %v", f, o.Name, gv, wv)
-								}
-								continue
-							}
-							mean, mx := compare(gv, wv, o.Spec, c)
-							if mean > worstMean {
-								worstMean, worstFile = mean, f
-							}
-							worstMax = max(worstMax, mx)
-							if mean > gpuMeanBound || mx > gpuMaxBound {
-								t.Errorf("%s: mean |diff| %.3f, max %.2f on the 0..255 scale (bounds %g, %g)",
-									f, mean, mx, gpuMeanBound, gpuMaxBound)
-							}
-						}
-					}
-				}
-				var st executor.Stats
-				g.Stats(&st)
-				d := st.Decoded
-				t.Logf("%d images ok, %d failed alike; worst mean |diff| %.3f (%s), worst max %.2f; decoded hardware %d, hybrid %d, cpu %d, cpu_huffman %d",
-					ok, failed, worstMean, filepath.Base(worstFile), worstMax, d[PathHardware].N, d[PathHybrid].N, d[PathCPU].N, d[PathCPUHuffman].N)
-				if ok == 0 {
-					t.Error("no image succeeded")
-				}
-				if broken > 0 && failed == 0 {
-					t.Errorf("none of the %d files under broken/ failed on both executors", broken)
-				}
-				want.check(t, d, hw && share > 0)
-			})
 		}
 	}
+}
+
+// testCorpus is the corpus's files, their bytes and routes, and how many
+// are under broken/.
+type testCorpus struct {
+	files  []string
+	imgs   [][]byte
+	routes []route
+	broken int
+}
+
+// matchCPU is one case of TestGPUMatchesCPU, on GPU dev.
+func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *testCorpus) {
+	imgs, files, routes, broken := tc.imgs, tc.files, tc.routes, tc.broken
+	prog := compile(t, c.text)
+	cpu, err := executor.New(prog, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	g, err := New(compile(t, c.text), executor.Options{HWShare: share, Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const batch = 64
+	var worstMean, worstMax float64
+	var worstFile string
+	ok, failed := 0, 0
+	var want pathCounts // over the images the GPU decoded
+	for start := 0; start < len(imgs); start += batch {
+		in := [][][]byte{imgs[start:min(start+batch, len(imgs))]}
+		res, err := cpu.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut := make([][]byte, len(res.Outputs))
+		for i, o := range res.Outputs {
+			wantOut[i] = slices.Clone(o.Data)
+		}
+		wantErrs := slices.Clone(res.Errs)
+		got, err := g.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := range in[0] {
+			f := files[start+s]
+			we, ge := wantErrs[s], got.Errs[s]
+			if ge == nil {
+				want.add(f, routes[start+s])
+			}
+			if se, ok := we.(*executor.SampleError); ok && ge == nil && se.Cause() == ops.Corrupt && knownCorrupt[filepath.Base(f)] {
+				// libjpeg flags entropy data that ends early
+				// (a warning Sluice makes an error); nvJPEG
+				// decodes what there is without a word.
+				t.Logf("%s: known difference: CPU %v, GPU decodes it", filepath.Base(f), we)
+				continue
+			}
+			if (we == nil) != (ge == nil) || (we != nil && we.Error() != ge.Error()) {
+				t.Errorf("%s: CPU error %v, GPU error %v", f, we, ge)
+				continue
+			}
+			if we != nil {
+				failed++
+				continue
+			}
+			ok++
+			for i, o := range got.Outputs {
+				sz := g.SampleBytes(i)
+				gv := values(o.Data[s*sz:(s+1)*sz], o.Spec.DType)
+				wv := values(wantOut[i][s*sz:(s+1)*sz], o.Spec.DType)
+				if i > 0 { // letterbox's scale and offset: exact
+					if !slices.Equal(gv, wv) {
+						t.Errorf("%s: %s %v, CPU %v", f, o.Name, gv, wv)
+					}
+					continue
+				}
+				mean, mx := compare(gv, wv, o.Spec, c)
+				if mean > worstMean {
+					worstMean, worstFile = mean, f
+				}
+				worstMax = max(worstMax, mx)
+				if mean > gpuMeanBound || mx > gpuMaxBound {
+					t.Errorf("%s: mean |diff| %.3f, max %.2f on the 0..255 scale (bounds %g, %g)",
+						f, mean, mx, gpuMeanBound, gpuMaxBound)
+				}
+			}
+		}
+	}
+	var st executor.Stats
+	g.Stats(&st)
+	d := st.Decoded
+	t.Logf("%d images ok, %d failed alike; worst mean |diff| %.3f (%s), worst max %.2f; decoded hardware %d, hybrid %d, cpu %d, cpu_huffman %d",
+		ok, failed, worstMean, filepath.Base(worstFile), worstMax, d[PathHardware].N, d[PathHybrid].N, d[PathCPU].N, d[PathCPUHuffman].N)
+	if ok == 0 {
+		t.Error("no image succeeded")
+	}
+	if broken > 0 && failed == 0 {
+		t.Errorf("none of the %d files under broken/ failed on both executors", broken)
+	}
+	want.check(t, d, hw && share > 0)
 }
 
 // hardwareDecoder reports whether nvJPEG's hardware backend (the JPEG
@@ -505,11 +520,17 @@ func compare(got, want []float64, spec ops.Spec, c pipeCase) (mean, mx float64) 
 	return sum / float64(len(got)), mx
 }
 
-// Memory: everything an executor allocates is freed by Close. The test
-// holds the primary context itself, as Triton does, so that the context's
-// own memory is not part of the difference.
+// Memory: everything an executor allocates is freed by Close, on every GPU
+// of the host. The test holds the primary context itself, as Triton does,
+// so that the context's own memory is not part of the difference.
 func TestGPUMemoryReleased(t *testing.T) {
-	ctx := gputest.Context(t)
+	for _, dev := range gputest.Devices(t) {
+		t.Run(fmt.Sprintf("gpu%d", dev), func(t *testing.T) { memoryReleased(t, dev) })
+	}
+}
+
+func memoryReleased(t *testing.T, dev int) {
+	ctx := gputest.ContextOn(t, dev)
 	free := func() uint64 {
 		if err := ctx.SetCurrent(); err != nil {
 			t.Fatal(err)
@@ -529,7 +550,7 @@ func TestGPUMemoryReleased(t *testing.T) {
 	// their own on first use.
 	for round := range 4 {
 		before := free()
-		g, err := New(compile(t, text), executor.Options{})
+		g, err := New(compile(t, text), executor.Options{Device: dev})
 		if err != nil {
 			t.Fatal(err)
 		}

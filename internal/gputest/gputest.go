@@ -1,6 +1,7 @@
 // Package gputest holds what the GPU tests of several packages share:
-// skipping, with the reason, where there is no usable GPU (CI), and holding
-// device 0's primary context the way Triton does.
+// skipping, with the reason, where there is no usable GPU (CI) or too few,
+// listing the devices, and holding a device's primary context the way
+// Triton does.
 package gputest
 
 import (
@@ -21,15 +22,42 @@ func Require(t testing.TB) {
 	}
 }
 
+// Devices returns every device's ordinal, so that a test runs on each GPU
+// of a multi-GPU host; it skips the test without a GPU.
+func Devices(t testing.TB) []int {
+	t.Helper()
+	Require(t)
+	n, _ := cuda.DeviceCount()
+	devs := make([]int, n)
+	for i := range devs {
+		devs[i] = i
+	}
+	return devs
+}
+
+// RequireDevices skips the test unless the host has at least n GPUs.
+func RequireDevices(t testing.TB, n int) {
+	t.Helper()
+	if have := len(Devices(t)); have < n {
+		t.Skipf("needs %d GPUs: this host has %d", n, have)
+	}
+}
+
 // Context retains device 0's primary context for the rest of the test and
 // makes it current on the test's thread, which stays locked until the
 // test ends. It skips the test without a GPU.
 func Context(t testing.TB) *cuda.Context {
 	t.Helper()
+	return ContextOn(t, 0)
+}
+
+// ContextOn is Context for device dev.
+func ContextOn(t testing.TB, dev int) *cuda.Context {
+	t.Helper()
 	Require(t)
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	ctx, err := cuda.RetainPrimary(0)
+	ctx, err := cuda.RetainPrimary(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
