@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,10 +12,13 @@ import (
 )
 
 // deviceResponse hands out GPU memory, as Triton does when the next model
-// of an ensemble wants its input there, or host memory when onHost.
+// of an ensemble wants its input there: on ctx's GPU (where a client's
+// CUDA shared memory is), else on the one asked for; or host memory when
+// onHost.
 type deviceResponse struct {
 	*fakeResponse
 	onHost bool
+	ctx    *cuda.Context
 	ptr    cuda.DevicePtr
 	size   int
 }
@@ -28,26 +32,45 @@ func (r *deviceResponse) OutputOn(name, dataType string, shape []int64, device i
 	for _, d := range shape {
 		size *= int(d)
 	}
+	if err := r.ctx.SetCurrent(); err != nil {
+		return Buffer{}, err
+	}
 	p, err := cuda.MemAlloc(size)
 	if err != nil {
 		return Buffer{}, err
 	}
 	r.ptr, r.size = p, size
-	return Buffer{Ptr: uintptr(p), Device: device}, nil
+	return Buffer{Ptr: uintptr(p), Device: r.ctx.Device()}, nil
 }
 
-// A KIND_GPU instance answers like a KIND_CPU one: requests whose outputs
-// are in GPU memory and requests whose outputs are in host memory in one
-// batch, a bad image failing its request alone with the CPU's message.
+// A KIND_GPU instance answers like a KIND_CPU one, on every GPU of the
+// host: requests whose outputs are in GPU memory and requests whose
+// outputs are in host memory in one batch, a bad image failing its request
+// alone with the CPU's message.
 func TestGPUInstance(t *testing.T) {
-	ctx := gputest.Context(t)
+	for _, dev := range gputest.Devices(t) {
+		t.Run(fmt.Sprintf("gpu%d", dev), func(t *testing.T) { gpuInstance(t, dev, dev) })
+	}
+}
+
+// Outputs that Triton places on another GPU than the instance's arrive
+// there, each sample's copy counted.
+func TestGPUInstanceCrossDevice(t *testing.T) {
+	gputest.RequireDevices(t, 2)
+	gpuInstance(t, 1, 0)
+}
+
+// gpuInstance runs TestGPUInstance's requests on an instance on GPU dev
+// whose device outputs Triton places on GPU outDev.
+func gpuInstance(t *testing.T, dev, outDev int) {
+	ctx := gputest.ContextOn(t, outDev)
 	m := mustLoad(t, imagenetDir(t), goodConfig)
 	cpu, err := m.NewInstance("cpu", "KIND_CPU", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	gpu, err := m.NewInstance("gpu", "KIND_GPU", 0)
+	gpu, err := m.NewInstance("gpu", "KIND_GPU", dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +85,8 @@ func TestGPUInstance(t *testing.T) {
 	cpuResps := []Response{newResponse(), newResponse(), newResponse()}
 	cpuErrs, _ := cpu.Execute(reqs, cpuResps)
 	cpuErrs = append([]error(nil), cpuErrs...)
-	gpuResps := []*deviceResponse{{fakeResponse: newResponse()}, {fakeResponse: newResponse()}, {fakeResponse: newResponse(), onHost: true}}
+	gpuResps := []*deviceResponse{{fakeResponse: newResponse(), ctx: ctx}, {fakeResponse: newResponse(), ctx: ctx},
+		{fakeResponse: newResponse(), onHost: true}}
 	errs, st := gpu.Execute(reqs, []Response{gpuResps[0], gpuResps[1], gpuResps[2]})
 	if err := ctx.SetCurrent(); err != nil {
 		t.Fatal(err)
@@ -75,6 +99,11 @@ func TestGPUInstance(t *testing.T) {
 	}
 	if st.Images.Images != 3 || decodedImages(st) != 3 {
 		t.Errorf("image stats %+v", st.Images)
+	}
+	// The three images of requests 0 and 1 have GPU outputs (the bad
+	// one's zeroed): copied when those are on another GPU.
+	if want := map[bool]int64{true: 0, false: 3}[dev == outDev]; st.CrossDevice != want {
+		t.Errorf("%d cross-device copies counted, want %d", st.CrossDevice, want)
 	}
 	for _, i := range []int{0, 2} {
 		want := cpuResps[i].(*fakeResponse).outputs["PIXELS"].data

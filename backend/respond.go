@@ -41,8 +41,8 @@ func (r *responder) prepare(n int) {
 }
 
 // place adds the request's outputs to its response (in GPU memory where
-// the instance runs on a GPU and Triton allows it) and points samples
-// [start, start+n) at them. Once one output fails the request has
+// the instance runs on a GPU and Triton allows it: the instance's GPU,
+// or the one Triton names) and points samples [start, start+n) at them. Once one output fails the request has
 // failed: the rest are not asked for.
 func (r *responder) place(resp Response, start, n int) error {
 	if resp == nil {
@@ -67,11 +67,10 @@ func (r *responder) place(resp Response, start, n int) error {
 		}
 		size := out.sample
 		if buf.Host == nil {
-			if buf.Device != r.device {
-				return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: Triton placed it on GPU %d, the instance runs on GPU %d", out.name, buf.Device, r.device)}
-			}
+			// On another GPU (a client's CUDA shared memory there) the
+			// executor writes it through a copy.
 			for k := range n {
-				r.dst[o][start+k] = executor.Dest{Dev: buf.Ptr + uintptr(k*size)}
+				r.dst[o][start+k] = executor.Dest{Dev: buf.Ptr + uintptr(k*size), Device: buf.Device}
 			}
 			continue
 		}

@@ -36,6 +36,9 @@ type BatchStats struct {
 	Ops     []Timing
 	Phases  []Timing
 	Decoded []Count
+	// CrossDevice counts the copies a GPU instance made of outputs that
+	// Triton placed on another GPU, CrossDeviceBytes their bytes.
+	CrossDevice, CrossDeviceBytes int64
 }
 
 // Timing is the nanoseconds one operator call or phase took in a batch.
@@ -164,6 +167,8 @@ func (c *counters) update(x executor.Executor, st *BatchStats) {
 	for i := range c.decoded {
 		c.decoded[i].N = int(c.now.Decoded[i].N - c.last.Decoded[i].N)
 	}
+	st.CrossDevice = c.now.CrossDevice - c.last.CrossDevice
+	st.CrossDeviceBytes = c.now.CrossDeviceBytes - c.last.CrossDeviceBytes
 	c.now, c.last = c.last, c.now
 	st.Ops, st.Phases, st.Decoded = c.ops, c.phases, c.decoded
 }

@@ -54,7 +54,7 @@ func TRITONBACKEND_ModelInstanceExecute(ti *C.TRITONBACKEND_ModelInstance, reqs 
 	errs, stats := st.execute()
 	st.finish(ti, start, errs, stats)
 	// After the responses: metrics are not worth a client's wait.
-	st.metrics.record(&stats)
+	st.metrics.record(&stats, st.gpu)
 	return nil
 }
 

@@ -48,18 +48,28 @@ import (
 // (metrics disabled, or a Triton built without them), Sluice logs that
 // once and runs without.
 //
-//	sluice_gpu_decoded_images_total  images a KIND_GPU instance decoded, label
-//	                                 path: hardware (the GPU's JPEG engines),
-//	                                 hybrid (nvJPEG on the SMs), cpu_huffman
-//	                                 (nvJPEG's decoupled decoder: Huffman on a
-//	                                 CPU worker), cpu (libjpeg-turbo, then
-//	                                 uploaded)
-//	sluice_gpu_phase_duration_seconds_total  cumulative seconds of a KIND_GPU
-//	                                 instance's batch phases, label phase:
-//	                                 parse (headers, routing), decode, kernel
+// The sluice_gpu_* metrics are KIND_GPU instances', labelled gpu too: the
+// device ordinal of the instances that reported them.
 //
-// The op, path and phase series are made on their first report: which
-// there are depends on the executor (fusion, the instance's kind).
+//	sluice_gpu_decoded_images_total  images decoded, label path: hardware
+//	                                 (the GPU's JPEG engines), hybrid (nvJPEG
+//	                                 on the SMs), cpu_huffman (nvJPEG's
+//	                                 decoupled decoder: Huffman on a CPU
+//	                                 worker), cpu (libjpeg-turbo, then
+//	                                 uploaded)
+//	sluice_gpu_phase_duration_seconds_total  cumulative seconds of the batch
+//	                                 phases, label phase: parse (headers,
+//	                                 routing), decode, kernel
+//	sluice_gpu_cross_device_copies_total  copies of outputs that Triton placed
+//	                                 on another GPU than the instance's (a
+//	                                 client's CUDA shared memory there);
+//	                                 outputs on the instance's own GPU are
+//	                                 written in place, uncounted
+//	sluice_gpu_cross_device_bytes_total  their bytes
+//
+// The op, path, phase and cross-device series are made on their first
+// report: which there are depends on the executor (fusion, the instance's
+// kind and GPU).
 
 const (
 	famImages = iota
@@ -69,6 +79,8 @@ const (
 	famOps
 	famDecoded
 	famPhases
+	famCrossCopies
+	famCrossBytes
 	numFamilies
 )
 
@@ -84,11 +96,18 @@ var familyDefs = [numFamilies]struct{ name, help string }{
 		"Images the GPU instances of a Sluice model decoded, by decoder: hardware (JPEG engines), hybrid (nvJPEG on the SMs), cpu (libjpeg-turbo, uploaded)"},
 	famPhases: {"sluice_gpu_phase_duration_seconds_total",
 		"Cumulative seconds of the Sluice GPU instances' batch phases: parse (headers, routing), decode, kernel"},
+	famCrossCopies: {"sluice_gpu_cross_device_copies_total",
+		"Copies the Sluice GPU instances made of outputs Triton placed on another GPU than the instance's"},
+	famCrossBytes: {"sluice_gpu_cross_device_bytes_total",
+		"Bytes of the copies the Sluice GPU instances made of outputs Triton placed on another GPU than the instance's"},
 }
 
-// labelOf names the one label of the families whose series are made on
-// their first report.
+// labelOf names the label of the families whose series are made on their
+// first report, beside model, version and (gpuFamily) gpu; "" for none.
 var labelOf = [numFamilies]string{famOps: "op", famDecoded: "path", famPhases: "phase"}
+
+// gpuFamily marks the families labelled gpu.
+var gpuFamily = [numFamilies]bool{famDecoded: true, famPhases: true, famCrossCopies: true, famCrossBytes: true}
 
 // Stage label values, in modelMetrics.stages order.
 var stageNames = [...]string{"collect", "pipeline", "respond"}
@@ -167,10 +186,12 @@ type modelMetrics struct {
 	labelled      map[seriesKey]*C.TRITONSERVER_Metric
 }
 
-// seriesKey names one series of a family in labelOf.
+// seriesKey names one series of a family made on first report: its
+// label's value and GPU.
 type seriesKey struct {
 	family int
 	value  string
+	gpu    string
 }
 
 // newModelMetrics makes a model's metrics, or returns nil, nil when
@@ -233,9 +254,9 @@ func (mm *modelMetrics) delete() {
 	mm.labelledMu.Unlock()
 }
 
-// record adds one Execute's counts. Zero increments are skipped: each is
-// a call into Triton.
-func (mm *modelMetrics) record(st *backend.BatchStats) {
+// record adds one Execute's counts, of an instance on GPU gpu ("" for a
+// CPU instance). Zero increments are skipped: each is a call into Triton.
+func (mm *modelMetrics) record(st *backend.BatchStats, gpu string) {
 	if mm == nil {
 		return
 	}
@@ -253,22 +274,25 @@ func (mm *modelMetrics) record(st *backend.BatchStats) {
 	mm.labelledMu.Lock()
 	defer mm.labelledMu.Unlock()
 	for _, t := range st.Ops {
-		increment(mm.series(famOps, t.Name), seconds(t.Ns))
+		increment(mm.series(seriesKey{famOps, t.Name, ""}), seconds(t.Ns))
 	}
 	for _, t := range st.Phases {
-		increment(mm.series(famPhases, t.Name), seconds(t.Ns))
+		increment(mm.series(seriesKey{famPhases, t.Name, gpu}), seconds(t.Ns))
 	}
 	for _, c := range st.Decoded {
-		increment(mm.series(famDecoded, c.Name), float64(c.N))
+		increment(mm.series(seriesKey{famDecoded, c.Name, gpu}), float64(c.N))
+	}
+	if st.CrossDevice > 0 {
+		increment(mm.series(seriesKey{famCrossCopies, "", gpu}), float64(st.CrossDevice))
+		increment(mm.series(seriesKey{famCrossBytes, "", gpu}), float64(st.CrossDeviceBytes))
 	}
 }
 
 func seconds(ns uint64) float64 { return float64(ns) / 1e9 }
 
-// series returns the series of a family in labelOf for a label value,
-// making it on first use; nil when it cannot be made. labelledMu is held.
-func (mm *modelMetrics) series(family int, value string) *C.TRITONSERVER_Metric {
-	k := seriesKey{family, value}
+// series returns a series made on first report, making it on first use;
+// nil when it cannot be made. labelledMu is held.
+func (mm *modelMetrics) series(k seriesKey) *C.TRITONSERVER_Metric {
 	m, ok := mm.labelled[k]
 	if ok {
 		return m
@@ -277,10 +301,17 @@ func (mm *modelMetrics) series(family int, value string) *C.TRITONSERVER_Metric 
 	if fs == nil {
 		return nil
 	}
+	labels := []string{"model", mm.name, "version", mm.version}
+	if gpuFamily[k.family] {
+		labels = append(labels, "gpu", k.gpu)
+	}
+	if l := labelOf[k.family]; l != "" {
+		labels = append(labels, l, k.value)
+	}
 	var err error
-	if m, err = fs.metric(family, "model", mm.name, "version", mm.version, labelOf[family], value); err != nil {
+	if m, err = fs.metric(k.family, labels...); err != nil {
 		logger().Warn("sluice: cannot make a metric; going on without it",
-			zap.String("family", familyDefs[family].name), zap.String(labelOf[family], value), zap.Error(err))
+			zap.String("family", familyDefs[k.family].name), zap.Strings("labels", labels), zap.Error(err))
 	}
 	mm.labelled[k] = m // nil after an error: not tried again
 	return m
