@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,7 +34,10 @@ type benchResult struct {
 	P50ms          float64 `json:"p50_ms"`
 	P99ms          float64 `json:"p99_ms"`
 	AllocsPerBatch float64 `json:"allocs_per_batch"`
-	Instances      int     `json:"instances"`
+	Instances      int     `json:"instances"` // per GPU with --gpu
+	// With --gpu: the GPUs, and each one's images/s.
+	GPUs  []int              `json:"gpus,omitempty"`
+	ByGPU map[string]float64 `json:"images_per_sec_by_gpu,omitempty"`
 	// GPU only: per batch of the first instance, milliseconds in each
 	// phase (parse, decode, kernel), and images decoded by each path.
 	StageMs map[string]float64 `json:"stage_ms,omitempty"`
@@ -42,6 +46,7 @@ type benchResult struct {
 
 // benchInstance is one executor of a bench run with its own batches.
 type benchInstance struct {
+	dev    int // GPU, or -1
 	e      executor.Executor
 	run    func([][][]byte) ([]error, error)
 	imgs   [][]byte
@@ -99,7 +104,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured part to this file")
 	memProfile := fs.String("memprofile", "", "write the measured part's allocations (every one, so slower) to this file")
 	hostOut := fs.Bool("host-out", false, "with --gpu: copy outputs to host memory (default: keep them on the GPU)")
-	instances := fs.Int("instances", 1, "executors running batches at once (as a Triton instance count)")
+	instances := fs.Int("instances", 1, "executors running batches at once, on each GPU of --gpu (as a Triton instance count)")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -118,16 +123,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *instances < 1 {
 		return fmt.Errorf("--instances must be at least 1")
 	}
-	// Several executors at once, as a Triton instance group of that count:
-	// each runs its own batches; throughput is their sum.
-	insts := make([]*benchInstance, *instances)
-	for i := range insts {
-		e, prog, err := ef.open()
-		if err != nil {
-			return err
+	// Several executors at once, as a Triton instance group of that count
+	// (on each of its GPUs): each runs its own batches; throughput is their
+	// sum.
+	devs := []int(*ef.gpus)
+	if len(devs) == 0 {
+		devs = []int{-1}
+	}
+	var insts []*benchInstance
+	for _, dev := range devs {
+		for range *instances {
+			e, prog, err := ef.open(dev)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			bi := newBenchInstance(e, prog, imgs, *ef.batch, len(insts), *hostOut)
+			bi.dev = dev
+			insts = append(insts, bi)
 		}
-		defer e.Close()
-		insts[i] = newBenchInstance(e, prog, imgs, *ef.batch, i, *hostOut)
 	}
 	bs := *ef.batch
 	// Warm up: every image once, so buffers reach their steady size.
@@ -138,7 +152,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	r := benchResult{Pipeline: *ef.pipeline, Images: len(imgs), Workers: insts[0].e.Workers(), Batch: bs, Instances: len(insts)}
+	r := benchResult{Pipeline: *ef.pipeline, Images: len(imgs), Workers: insts[0].e.Workers(), Batch: bs, Instances: *instances,
+		GPUs: *ef.gpus}
 	var ms0, ms1 runtime.MemStats
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -192,6 +207,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	for _, bi := range insts {
 		lat = append(lat, bi.lat...)
 		r.Failed += bi.failed
+		if bi.dev >= 0 {
+			if r.ByGPU == nil {
+				r.ByGPU = map[string]float64{}
+			}
+			r.ByGPU[strconv.Itoa(bi.dev)] += float64(len(bi.lat)*bs) / elapsed.Seconds()
+		}
 	}
 	r.Batches = len(lat)
 	r.Processed = len(lat) * bs
@@ -221,9 +242,18 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)
 	}
-	fmt.Fprintf(stdout, "%s: %d images, %d workers, batch %d, %d instances\n", r.Pipeline, r.Images, r.Workers, r.Batch, r.Instances)
+	fmt.Fprintf(stdout, "%s: %d images, %d workers, batch %d, %d instances", r.Pipeline, r.Images, r.Workers, r.Batch, r.Instances)
+	if len(r.GPUs) > 0 {
+		fmt.Fprintf(stdout, " on each of GPUs %v", r.GPUs)
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "%.0f images/s  p50 %.2f ms  p99 %.2f ms  (%d batches in %.1fs, %d failed samples, %.1f allocs/batch)\n",
 		r.ImagesPerSec, r.P50ms, r.P99ms, r.Batches, r.Seconds, r.Failed, r.AllocsPerBatch)
+	if len(r.GPUs) > 1 {
+		for _, d := range r.GPUs {
+			fmt.Fprintf(stdout, "  GPU %d: %.0f images/s\n", d, r.ByGPU[strconv.Itoa(d)])
+		}
+	}
 	return nil
 }
 

@@ -133,7 +133,7 @@ func TestBenchInstancesAndGPU(t *testing.T) {
 		}
 		return
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.StageMs["decode"] <= 0 {
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.StageMs["decode"] <= 0 || r.ByGPU["0"] != r.ImagesPerSec {
 		t.Fatalf("--gpu 0: code %d %q %+v", code, e, r)
 	}
 }
@@ -155,6 +155,10 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"run", "--pipeline", repoFile(t, imagenet), "--out", dir, "a/x.jpg", "b/x.png"}, 1, "would both write x.*.npy"},
 		{[]string{"bench", "--pipeline", repoFile(t, imagenet), dir}, 1, "no image files in"},
 		{[]string{"run", "--workers", "many"}, 1, "invalid value"},
+		{[]string{"run", "--gpu", "0,x"}, 1, `"x" is not a GPU ordinal`},
+		{[]string{"bench", "--gpu", "-1"}, 1, `"-1" is not a GPU ordinal`},
+		{[]string{"bench", "--gpu", "1,0,1"}, 1, "GPU 1 named twice"},
+		{[]string{"run", "--gpu", "0,1", "--pipeline", repoFile(t, imagenet), "--out", dir, "x.jpg"}, 1, "--gpu: one GPU, not 2"},
 	} {
 		code, _, e := sluice(tc.args...)
 		if code != tc.code || !strings.Contains(e, tc.want) || strings.Contains(e, "goroutine") {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-dev/sluice/executor"
@@ -23,7 +25,7 @@ type execFlags struct {
 	batch     *int
 	maxPixels *int
 	maxBytes  *int
-	gpu       *int
+	gpus      *deviceList
 	gpuMem    *int64
 	hwShare   *float64
 }
@@ -35,14 +37,63 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		batch:     fs.Int("batch", 32, "images per batch"),
 		maxPixels: fs.Int("max-pixels", ops.DefaultLimits.MaxPixels, "largest decoded image, in pixels"),
 		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
-		gpu:       fs.Int("gpu", -1, "run on this GPU (device ordinal) instead of the CPU"),
+		gpus:      addDeviceList(fs, "gpu", "run on this GPU (device ordinal) instead of the CPU; bench takes a list, 0,1: its instances on each"),
 		gpuMem:    fs.Int64("gpu-mem", 0, "with --gpu: device memory cap for a batch, in bytes (0: a sixteenth of the GPU's memory, at least 1 GiB)"),
 		hwShare:   fs.Float64("hw-share", gpu.DefaultHWShare, "with --gpu: share of JPEGs sent to the hardware JPEG engines"),
 	}
 }
 
-// open compiles the pipeline and makes its executor.
-func (f execFlags) open() (executor.Executor, *pipeline.Compiled, error) {
+// deviceList is a flag of GPU ordinals, comma-separated.
+type deviceList []int
+
+func addDeviceList(fs *flag.FlagSet, name, usage string) *deviceList {
+	var d deviceList
+	fs.Var(&d, name, usage)
+	return &d
+}
+
+func (d *deviceList) String() string {
+	if d == nil {
+		return ""
+	}
+	s := make([]string, len(*d))
+	for i, v := range *d {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (d *deviceList) Set(v string) error {
+	var out deviceList
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a GPU ordinal", f)
+		}
+		if slices.Contains(out, n) {
+			return fmt.Errorf("GPU %d named twice", n)
+		}
+		out = append(out, n)
+	}
+	*d = out
+	return nil
+}
+
+// device is the one GPU of --gpu, or -1 for the CPU; more than one is an
+// error for the commands that run one executor.
+func (f execFlags) device() (int, error) {
+	switch len(*f.gpus) {
+	case 0:
+		return -1, nil
+	case 1:
+		return (*f.gpus)[0], nil
+	}
+	return 0, fmt.Errorf("--gpu: one GPU, not %d", len(*f.gpus))
+}
+
+// open compiles the pipeline and makes its executor on GPU dev, or on the
+// CPU when dev is negative.
+func (f execFlags) open(dev int) (executor.Executor, *pipeline.Compiled, error) {
 	if *f.pipeline == "" {
 		return nil, nil, fmt.Errorf("--pipeline is required")
 	}
@@ -60,11 +111,11 @@ func (f execFlags) open() (executor.Executor, *pipeline.Compiled, error) {
 		return nil, nil, fmt.Errorf("%s has %d inputs; the CLI feeds pipelines of one input", *f.pipeline, len(c.Inputs))
 	}
 	kind := executor.KindCPU
-	if *f.gpu >= 0 {
+	if dev >= 0 {
 		kind = executor.KindGPU
 	}
 	e, err := executor.Open(kind, c, executor.Options{Workers: *f.workers, Limits: ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes},
-		Device: *f.gpu, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
+		Device: dev, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +144,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		bases[b] = p
 	}
-	e, prog, err := ef.open()
+	dev, err := ef.device()
+	if err != nil {
+		return err
+	}
+	e, prog, err := ef.open(dev)
 	if err != nil {
 		return err
 	}
