@@ -23,8 +23,11 @@
 #       Environment: GT_SECONDS (load seconds per row, 15), GT_STUB (another stub
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
 #       repository and stop), GT_CHECK=0 (skip gpu_triton_check.py), GT_MAX_BATCH
-#       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances,
-#       1), GT_CONSUMERS (consumer instances, 1), GT_CUDA_POOL (bytes, 8 GiB).
+#       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances
+#       per GPU, 1), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
+#       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
+#       both), GT_CUDA_POOL (bytes per GPU, 8 GiB). Models load with explicit model
+#       control (all at start), so that the checks can unload and reload them.
 #       GT_PERF=1: perf_analyzer over gRPC with system shared memory for inputs and
 #       outputs, against preprocess_<kind> and ensemble_<kind> (GT_PERF_MODELS,
 #       "preprocess ensemble"), kind GT_KIND (GPU; CPU for a machine without one), inputs
@@ -32,7 +35,8 @@
 #       the UINT8 [-1] models, each request's images zero-padded to the largest file, as
 #       perf_analyzer batches only tensors of one shape), client batch sizes GT_PERF_BATCH
 #       ("64 256"; also the models' preferred batch sizes), concurrency GT_PERF_CONC
-#       ("2 4 8"), windows GT_PERF_WINDOW_MS (2000), GT_PERF_STABILITY (15 %),
+#       ("2 4 8"), files GT_PERF_FILES (baseline: the baseline colour JPEGs; mix: every
+#       JPEG of the whole mix), windows GT_PERF_WINDOW_MS (2000), GT_PERF_STABILITY (15 %),
 #       GT_PERF_TRIALS (5), GT_STANDALONE ("64=17000 256=20000": adds a column, the share
 #       of `sluice bench --gpu 0` images/s at each batch size). GT_SOAK_MINUTES: after
 #       the perf sweep, run scripts/soak.py on preprocess_gpu that long (RSS and GPU memory,
@@ -49,7 +53,7 @@ build() {
 	mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || return 1
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
 	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/broken" "$dir/MANIFEST.tsv" "$dir/manifest.txt" "$dir/out" \
-		"$dir/perf_analyzer.xz" "$dir/perf_jpegs"
+		"$dir/perf_analyzer.xz" "$dir/perf_jpegs" "$dir/perf_mix"
 	sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
 	[ -x "$sp/pytriton/tritonserver/bin/tritonserver" ] || { echo "no tritonserver in $sp (scripts/triton.sh --install-only)" >&2; return 1; }
 
@@ -139,7 +143,8 @@ EOF
 # them from the pytriton wheel's libraries in tritonserver.tar.xz (and libssl,
 # libcrypto, should the system lack them). The images are the baseline colour
 # JPEGs of jpeg/derived and jpeg/native, split by Pillow as scripts/bench_gpu.py
-# splits them: the photos `sluice bench --gpu` is measured on.
+# splits them: the photos `sluice bench --gpu` is measured on (perf_jpegs), and
+# all of them, bench_gpu.py's whole mix (perf_mix).
 build_perf() {
 	local dir=$1 sp=$2 corpus=$3 stage=$4 venv=${TRITON_VENV:-$ROOT/.venv-triton}
 	local pa=$stage/perf_analyzer palibs=$stage/palibs libs=$sp/nvidia_pytriton.libs
@@ -168,6 +173,8 @@ for p in files:
         shutil.copy(p, dst / p.name)
 EOF
 	echo "perf_jpegs: $(ls "$dir/perf_jpegs" | wc -l) baseline colour JPEGs, $(mb "$(size "$dir/perf_jpegs")")"
+	mkdir -p "$dir/perf_mix" && cp "$corpus"/jpeg/derived/*.jp*g "$corpus"/jpeg/native/*.jp*g "$dir/perf_mix/" || return 1
+	echo "perf_mix: $(ls "$dir/perf_mix" | wc -l) JPEGs, $(mb "$(size "$dir/perf_mix")")"
 }
 
 # ---------------------------------------------------------------- run (GPU machine)
@@ -183,10 +190,12 @@ write_models() {
 	pref=${pref%,}
 	local batching="dynamic_batching { preferred_batch_size: [$pref ] max_queue_delay_microseconds: 2000 }"
 	local kind k name ig form sfx
+	local gpus=${GT_GPUS:-0}
+	gpus=${gpus//,/, }
 	for kind in GPU CPU; do
 		k=${kind,,}
 		ig="instance_group [ { kind: KIND_CPU, count: 1 } ]"
-		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: ${GT_INSTANCES:-1}, gpus: [ 0 ] } ]"
+		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: ${GT_INSTANCES:-1}, gpus: [ $gpus ] } ]"
 		# Two input forms: UINT8 [-1] (the shipped model's; a batch of a request is zero-padded
 		# to one length) and TYPE_STRING [1] (BYTES elements, any sizes, no padding).
 		for form in uint8 bytes; do
@@ -246,7 +255,7 @@ output [
   { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
   { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
 ]
-instance_group [ { kind: KIND_$kind, count: ${GT_CONSUMERS:-1}$([ $kind = GPU ] && echo ", gpus: [ 0 ]") } ]
+instance_group [ { kind: KIND_$kind, count: ${GT_CONSUMERS:-1}$([ $kind = GPU ] && echo ", gpus: [ $gpus ]") } ]
 parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS", value: { string_value: "no" } }
 EOF
 		cat >"$m/$name/1/model.py" <<'EOF'
@@ -344,7 +353,9 @@ except Exception as e: print("torch: not importable:", e)'
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
 
 	local hp=${GT_PORT:-18000} log=$out/tritonserver.log
-	local gp=$((hp + 1)) mp=$((hp + 2))
+	local gp=$((hp + 1)) mp=$((hp + 2)) pools=() g
+	local gl=${GT_GPUS:-0}
+	for g in ${gl//,/ }; do pools+=(--cuda-memory-pool-byte-size="$g:${GT_CUDA_POOL:-8589934592}"); done
 	echo "== tritonserver"
 	(
 		export LD_LIBRARY_PATH="$libs${ldextra:+:$ldextra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -353,7 +364,7 @@ except Exception as e: print("torch: not importable:", e)'
 		export PATH
 		exec setsid "$ts/bin/tritonserver" --model-repository="$gt/models" --backend-directory="$gt/backends" \
 			--http-port=$hp --grpc-port=$gp --metrics-port=$mp --allow-gpu-metrics=false \
-			--cuda-memory-pool-byte-size=0:"${GT_CUDA_POOL:-8589934592}" \
+			"${pools[@]}" --model-control-mode=explicit --load-model='*' \
 			--strict-readiness=false --exit-on-error=false --exit-timeout-secs=10 \
 			--backend-config=python,shm-default-byte-size=16777216 --backend-config=python,shm-growth-byte-size=16777216 \
 			--log-verbose=0 </dev/null >"$log" 2>&1
@@ -387,7 +398,7 @@ except Exception as e: print("torch: not importable:", e)'
 		echo "== checks (corpus $corpus)"
 		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
 			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
-			--out "$out" --seconds "${GT_SECONDS:-15}"
+			--out "$out" --seconds "${GT_SECONDS:-15}" --gpus "${GT_GPUS:-0}"
 		rc=$?
 	fi
 	if [ "${GT_PERF:-0}" = 1 ]; then
@@ -412,20 +423,23 @@ except Exception as e: print("torch: not importable:", e)'
 # ---------------------------------------------------------------- perf (GPU machine, GT_PERF=1)
 # perf_analyzer against the running server: preprocess_<kind> alone and
 # ensemble_<kind>, gRPC with inputs and outputs in system shared memory (no
-# payload copies through gRPC), the baseline colour JPEGs of DIR/perf_jpegs.
+# payload copies through gRPC), the baseline colour JPEGs of DIR/perf_jpegs, or
+# with GT_PERF_FILES=mix every JPEG of DIR/perf_mix.
 perf() {
 	local dir=$1 gt=$2 libs=$3 out=$4 py=$5 hp=$6 gp=$7
 	local kind=${GT_KIND:-GPU} models=${GT_PERF_MODELS:-preprocess ensemble} forms=${GT_PERF_INPUT:-bytes}
 	local batches=${GT_PERF_BATCH:-64 256} concs=${GT_PERF_CONC:-2 4 8}
 	local win=${GT_PERF_WINDOW_MS:-2000} stab=${GT_PERF_STABILITY:-15} trials=${GT_PERF_TRIALS:-5}
-	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/perf_jpegs data=$gt/perf_data
+	local set=perf_jpegs
+	case ${GT_PERF_FILES:-baseline} in baseline) ;; mix) set=perf_mix ;; *) echo "GT_PERF_FILES is baseline or mix"; return 1 ;; esac
+	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data
 	local helper=$ROOT/scripts/gpu_triton_perf.py form b
 	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
 	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
 	for form in $forms; do
 		case $form in bytes | uint8) ;; *) echo "GT_PERF_INPUT takes bytes and uint8, not $form"; return 1 ;; esac
 	done
-	[ -f "$dir/perf_analyzer.xz" ] && [ -d "$jpegs" ] || { echo "no perf_analyzer.xz or perf_jpegs in $dir: build again"; return 1; }
+	[ -f "$dir/perf_analyzer.xz" ] && [ -d "$jpegs" ] || { echo "no perf_analyzer.xz or $set in $dir: build again"; return 1; }
 
 	# perf_analyzer needs libb64.so.0d and libcudart.so.12: links to the copies in the
 	# pytriton wheel's libraries; libssl.so.3 and libcrypto.so.3 the same where the system lacks them.
@@ -464,7 +478,7 @@ perf() {
 			[ $limit -ge 1 ] || { echo "FAIL: /dev/shm cannot hold one batch of $bmax ($form)"; return 1; }
 			echo "$form: $n entries would need $(((n * bmax * per) >> 20)) MiB of shared memory: taking $limit"
 		fi
-		"$py" "$ROOT/scripts/perf_data.py" -o "$data/$form.json" --corpus "$dir" --dirs perf_jpegs --limit $limit $flag \
+		"$py" "$ROOT/scripts/perf_data.py" -o "$data/$form.json" --corpus "$dir" --dirs "$set" --limit $limit $flag \
 			2>"$data/$form.log" || { cat "$data/$form.log"; return 1; }
 		notes+=("$form: $(sed 's/^perf_data.py: //; s/ -> .*//' "$data/$form.log")")
 		echo "${notes[-1]}"
@@ -514,7 +528,7 @@ perf() {
 	{
 		echo "perf_analyzer 2.51.0 (the tritonclient wheel's), gRPC, \`--shared-memory system\` (inputs and outputs),"
 		echo "against tritonserver 2.51.0 on ${gpu:-no GPU}, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
-		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-1}" || echo 1),"
+		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-1} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
 		echo "max_batch_size ${GT_MAX_BATCH:-256}, $(grep -h -o 'preferred_batch_size: \[[^]]*\]' "$gt/models/preprocess_$k/config.pbtxt"));"
 		echo "\`ensemble_$k*\` = it + \`consumer_$k\` (python backend, count ${GT_CONSUMERS:-1}: each image's mean of PIXELS, with torch"
 		echo "through DLPack where PIXELS is, else numpy); CUDA memory pool $(( ${GT_CUDA_POOL:-8589934592} >> 20 )) MiB."

@@ -12,6 +12,8 @@ the load uses gRPC through tritonclient when it imports, else HTTP.
   (d) whether consumer_gpu received GPU tensors (ON_GPU)
   (e) sluice_gpu_decoded_images_total grew
   (f) infer/s and images/s under concurrent load
+  (g)-(i) per GPU of --gpus: metrics, outputs in CUDA shared memory on each
+      GPU, memory freed at unload (gpu_triton_devices.py)
 
 Writes gpu_triton.json and gpu_triton.md to --out; exits 1 when a check failed.
 """
@@ -201,6 +203,7 @@ def main():
     ap.add_argument("--procs", type=int, default=int(os.environ.get("GT_PROCS", 8)))
     ap.add_argument("--threads", type=int, default=int(os.environ.get("GT_THREADS", 2)))
     ap.add_argument("--batches", default=os.environ.get("GT_BATCHES", "1,8"))
+    ap.add_argument("--gpus", default="0", help="the GPUs preprocess_gpu's instances are on, comma-separated")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     files = sorted(f for f in glob.glob(os.path.join(a.corpus, "*")) if os.path.isfile(f))
@@ -336,6 +339,11 @@ def main():
                   + (f" ({r['first_error']})" if r["first_error"] else ""), flush=True)
     dec2, lines = decoded_metric(a.metrics)
     R["decoded_metric_after_load"] = lines
+
+    # (g)-(i)
+    if gpu:
+        import gpu_triton_devices
+        gpu_triton_devices.check_devices(a, [int(g) for g in a.gpus.split(",")], files, pix_gpu, check, R)
 
     md = ["| model | batch | in flight | protocol | infer/s | images/s | p50 ms | p99 ms | errors |",
           "|---|---:|---:|---|---:|---:|---:|---:|---:|"]

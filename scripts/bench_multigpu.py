@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""How Sluice's GPU ImageNet pipeline scales from one GPU to several of one
+host, beside nvImageCodec (the decoder inside DALI 2.x) doing the same on each
+GPU in the same run. Prints a Markdown table and writes it (--md-out) and JSON
+(--json-out).
+
+    python3 scripts/bench_multigpu.py --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
+        --gpus 0,1 --batches 64,256 --seconds 4 --md-out multigpu.md --json-out multigpu.json
+
+Files: the whole mix of bench_gpu.py (corpus/jpeg/derived + jpeg/native), and
+its larger photos with --kinds.
+
+- Sluice: `sluice bench --gpu 0` (one GPU), then `sluice bench --gpu 0,1` (one
+  process, --instances executors on each GPU, as a Triton instance group with
+  gpus: [0, 1]).
+- nvImageCodec: bench_gpu.py's contender ("nvimgcodec": decode with every
+  backend and core, then torch resize/crop/normalize; "nvimgcodec-decode":
+  the decode alone), one process per GPU, all started together and timed over
+  the same seconds; the sum is the host's rate. Each process sizes its CPU
+  threads to all cores, as one would run it.
+"""
+
+import argparse
+import datetime
+import json
+import multiprocessing as mp
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_gpu  # noqa: E402  (the contenders and the timing loop)
+
+PEERS = {"nvimgcodec": "full", "nvimgcodec-decode": "decode"}
+
+
+def peer_worker(gpu, mode, files, batch, seconds, barrier, q):
+    try:
+        peer = bench_gpu.NvImgCodec(gpu, mode)
+        datas = [pathlib.Path(f).read_bytes() for f in files]
+        peer.run(next(bench_gpu.batches_of(datas, batch)))  # warm-up
+        barrier.wait(timeout=300)
+        q.put((gpu, bench_gpu.timed(peer.run, bench_gpu.batches_of(datas, batch), seconds)))
+    except Exception as e:  # a cell of the table, not a crash
+        try:
+            barrier.abort()
+        except Exception:
+            pass
+        q.put((gpu, {"error": f"{type(e).__name__}: {bench_gpu.short_error(e)}"}))
+
+
+def bench_peer(mode, gpus, files, batch, seconds):
+    """One process per GPU, timed together; their summed images/s."""
+    ctx = mp.get_context("spawn")  # CUDA does not survive fork
+    barrier, q = ctx.Barrier(len(gpus)), ctx.Queue()
+    procs = [ctx.Process(target=peer_worker, args=(g, mode, files, batch, seconds, barrier, q)) for g in gpus]
+    for p in procs:
+        p.start()
+    res = dict(q.get(timeout=seconds + 600) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    errs = [f"GPU {g}: {r['error']}" for g, r in res.items() if "error" in r]
+    if errs:
+        return {"error": "; ".join(errs)}
+    return {"images_per_sec": sum(r["images_per_sec"] for r in res.values()),
+            "by_gpu": {str(g): r["images_per_sec"] for g, r in sorted(res.items())},
+            "p50_ms": max(r["p50_ms"] for r in res.values()), "p99_ms": max(r["p99_ms"] for r in res.values())}
+
+
+def run_sluice(args, kdir, batch):
+    """sluice bench on the GPUs of args.gpu (a comma-separated list)."""
+    cmd = [args.sluice, "bench", "--json", "--pipeline", args.pipeline, "--batch", str(batch),
+           "--duration", f"{args.seconds:g}s", "--gpu", args.gpu, "--instances", str(args.instances), str(kdir)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e), "command": shlex.join(cmd)}
+    if p.returncode != 0:
+        return {"error": bench_gpu.short_error(p.stderr or p.stdout), "command": shlex.join(cmd)}
+    r = json.loads(p.stdout)
+    r["command"] = shlex.join(cmd)
+    r["by_gpu"] = r.get("images_per_sec_by_gpu", {})
+    return r
+
+
+def scaling(many, one):
+    if not many or not one or "error" in many or "error" in one or not one["images_per_sec"]:
+        return "n/a"
+    return f"{many['images_per_sec'] / one['images_per_sec']:.2f}x"
+
+
+def cell(r):
+    if r is None:
+        return "–"
+    if "error" in r:
+        return "FAILED: " + r["error"].replace("|", "\\|")[:200]
+    s = f"{r['images_per_sec']:,.0f}"
+    if len(r.get("by_gpu", {})) > 1:
+        s += " (" + " + ".join(f"{v:,.0f}" for _, v in sorted(r["by_gpu"].items())) + ")"
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sluice", default=str(bench_gpu.ROOT / "build/sluice"))
+    ap.add_argument("--corpus", default=str(bench_gpu.ROOT.parent / "shared/corpus"))
+    ap.add_argument("--pipeline", default="model_repository/preprocess_imagenet/1/pipeline.pbtxt")
+    ap.add_argument("--gpus", default="0,1", help="comma-separated device ordinals; the first is the one-GPU run")
+    ap.add_argument("--batches", default="64,256")
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--instances", type=int, default=1, help="sluice bench --instances: executors per GPU")
+    ap.add_argument("--kinds", default="whole mix", help="comma-separated: whole mix, larger photos")
+    ap.add_argument("--only", default="sluice," + ",".join(PEERS))
+    ap.add_argument("--json-out")
+    ap.add_argument("--md-out")
+    args = ap.parse_args()
+    gpus = [int(g) for g in args.gpus.split(",")]
+    only = [c.strip() for c in args.only.split(",") if c.strip()]
+    corpus = pathlib.Path(args.corpus)
+    kinds = {
+        "whole mix": sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g")),
+        "larger photos": [p for d in ("jpeg/large", "jpeg/exif") for p in sorted((corpus / d).glob("*.jp*g"))
+                          if max(bench_gpu.size_of(p)) >= 1000],
+    }
+    sets = [[gpus[0]], gpus] if len(gpus) > 1 else [gpus]
+    command = shlex.join(["python3", *sys.argv])
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "gpus": gpus, "gpu": bench_gpu.gpu_info(), "cpus": os.cpu_count(), "command": command,
+            "seconds": args.seconds, "instances_per_gpu": args.instances}
+    rows = []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="sluice-mgpu-") as tmp:
+        for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+            files = kinds[kind]
+            kdir = pathlib.Path(tmp) / kind.replace(" ", "_")
+            kdir.mkdir()
+            for p in files:
+                (kdir / f"{p.parent.name}_{p.name}").symlink_to(p.resolve())
+            for b in [int(x) for x in args.batches.split(",")]:
+                row = {"kind": kind, "files": len(files), "batch": b}
+                for gs in sets:
+                    key = ",".join(map(str, gs))
+                    if "sluice" in only:
+                        row[f"sluice@{key}"] = run_sluice(
+                            argparse.Namespace(**{**vars(args), "gpu": key}), kdir, b)
+                    for name, mode in PEERS.items():
+                        if name in only:
+                            row[f"{name}@{key}"] = bench_peer(mode, gs, [str(p) for p in files], b, args.seconds)
+                rows.append(row)
+                print(f"# {kind} batch {b}: " + "  ".join(f"{k} {cell(v)}" for k, v in row.items()
+                                                          if "@" in k), file=sys.stderr, flush=True)
+    info["wall_seconds"] = round(time.perf_counter() - t0, 1)
+
+    one, many = ",".join(map(str, sets[0])), ",".join(map(str, sets[-1]))
+    contenders = [c for c in ["sluice", *PEERS] if c in only]
+    md = [f"# Sluice on {len(gpus)} GPU(s) of one host vs one GPU",
+          "",
+          f"{info['date']}; GPU: {info['gpu']} × {len(gpus)}; {info['cpus']} CPUs; {args.seconds:g} s per cell; "
+          f"Sluice {args.instances} instance(s) per GPU; wall {info['wall_seconds']} s",
+          "",
+          "nvimgcodec: decode (every backend, all cores) + torch resize/crop/normalize; nvimgcodec-decode: the decode "
+          "alone; one process per GPU, timed together, summed (per GPU in brackets).",
+          "",
+          f"Command: `{command}`",
+          "",
+          "| kind (files) | batch | " + " | ".join(
+              f"{c} GPU {one} img/s | {c} GPUs {many} img/s | scaling" for c in contenders) + " |",
+          "|---|---|" + "---|---|---|" * len(contenders)]
+    for r in rows:
+        cells = []
+        for c in contenders:
+            a, b = r.get(f"{c}@{one}"), r.get(f"{c}@{many}")
+            cells += [cell(a), cell(b) if many != one else "–", scaling(b, a) if many != one else "–"]
+        md.append(f"| {r['kind']} ({r['files']}) | {r['batch']} | " + " | ".join(cells) + " |")
+    text = "\n".join(md) + "\n"
+    print(text)
+    if args.md_out:
+        pathlib.Path(args.md_out).write_text(text)
+    if args.json_out:
+        pathlib.Path(args.json_out).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
