@@ -30,7 +30,7 @@ type instanceState struct {
 	names cNames // tensor names as C strings
 	// The model's metrics (nil: off); the model outlives its instances.
 	metrics *modelMetrics
-	gpu     string // the gpu label of its GPU metrics: the device ordinal
+	gpu     string // the gpu label of its GPU metrics: the device ordinal; "" on the CPU
 	// maxInput bounds an input copied into the arena: the most a request
 	// of the model can hold.
 	maxInput int64
@@ -71,8 +71,12 @@ func TRITONBACKEND_ModelInstanceInitialize(ti *C.TRITONBACKEND_ModelInstance) (r
 	if err != nil {
 		return newTritonError(err)
 	}
-	h := cgo.NewHandle(&instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics,
-		gpu: strconv.Itoa(int(device)), maxInput: ms.model.MaxInputBytes()})
+	st := &instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics,
+		maxInput: ms.model.MaxInputBytes()}
+	if inst.Kind == "KIND_GPU" {
+		st.gpu = strconv.Itoa(int(device))
+	}
+	h := cgo.NewHandle(st)
 	if err := goError("TRITONBACKEND_ModelInstanceSetState", C.sluice_instance_set_state(ti, C.uintptr_t(h))); err != nil {
 		h.Delete()
 		inst.Close()

@@ -494,17 +494,17 @@ func (e *Executor) freeDeviceOut() {
 // which the kernel writes in place.
 func (e *Executor) local(d Dest) bool { return d.Dev != 0 && d.Device == e.opt.Device }
 
-// peer returns GPU dev's primary context, retained on first use, with
-// this context's access to it enabled where the devices allow: copies
+// reach retains GPU dev's primary context on the first destination there,
+// with this context's access to it enabled where the devices allow: copies
 // then go over the GPUs' link instead of through host memory. The
 // executor's context is current.
-func (e *Executor) peer(dev int) (*cuda.Context, error) {
-	if c := e.peers[dev]; c != nil {
-		return c, nil
+func (e *Executor) reach(dev int) error {
+	if e.peers[dev] != nil {
+		return nil
 	}
 	c, err := cuda.RetainPrimary(dev)
 	if err != nil {
-		return nil, fmt.Errorf("output on GPU %d: %w", dev, err)
+		return fmt.Errorf("output on GPU %d: %w", dev, err)
 	}
 	// Without direct access (not possible, or refused: too many peers)
 	// the driver stages the copies through host memory: slower, still
@@ -516,12 +516,12 @@ func (e *Executor) peer(dev int) (*cuda.Context, error) {
 		e.peers = map[int]*cuda.Context{}
 	}
 	e.peers[dev] = c
-	return c, nil
+	return nil
 }
 
 // toPeer queues a copy of host bytes to d, on another GPU, and counts it.
 func (e *Executor) toPeer(d Dest, src []byte) error {
-	if _, err := e.peer(d.Device); err != nil {
+	if err := e.reach(d.Device); err != nil {
 		return err
 	}
 	if err := cuda.MemcpyHtoPeerAsync(cuda.DevicePtr(d.Dev), src, e.main); err != nil {
@@ -535,7 +535,7 @@ func (e *Executor) toPeer(d Dest, src []byte) error {
 // stageToPeer queues a copy of n staged bytes at src to d, on another
 // GPU, and counts it.
 func (e *Executor) stageToPeer(d Dest, src cuda.DevicePtr, n int) error {
-	if _, err := e.peer(d.Device); err != nil {
+	if err := e.reach(d.Device); err != nil {
 		return err
 	}
 	if err := cuda.MemcpyPeerAsync(cuda.DevicePtr(d.Dev), src, n, e.main); err != nil {
