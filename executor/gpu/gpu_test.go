@@ -617,6 +617,21 @@ func TestGPUMemoryCap(t *testing.T) {
 	}
 }
 
+// hostRun runs a batch into host memory: a copy of each output, and the
+// samples' errors.
+func hostRun(t *testing.T, g *Executor, imgs [][]byte) ([][]byte, []error) {
+	t.Helper()
+	ref, err := g.Run([][][]byte{imgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]byte, len(ref.Outputs))
+	for i, o := range ref.Outputs {
+		out[i] = slices.Clone(o.Data)
+	}
+	return out, slices.Clone(ref.Errs)
+}
+
 // Outputs can go to device memory and host memory in one batch, side
 // outputs included; a device destination receives what a host one would.
 func TestGPUDestinations(t *testing.T) {
@@ -628,14 +643,7 @@ func TestGPUDestinations(t *testing.T) {
 	}
 	defer g.Close()
 	imgs := [][]byte{testimg.JPEG(640, 480, 1), testimg.JPEG(300, 500, 2), testimg.JPEG(123, 77, 3)}
-	ref, err := g.Run([][][]byte{imgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refOut := make([][]byte, len(ref.Outputs))
-	for i, o := range ref.Outputs {
-		refOut[i] = slices.Clone(o.Data)
-	}
+	refOut, _ := hostRun(t, g, imgs)
 
 	ctx := gputest.Context(t)
 	n := len(imgs)
