@@ -101,11 +101,14 @@ def short_error(text, limit=300):
     return pick[-1][:limit]
 
 
-def bench_sluice(args, kdir, batch):
+def bench_sluice(args, kdir, batch, gpus=None):
+    """sluice bench on args.gpu, or on gpus (comma-separated) when given."""
     cmd = [args.sluice, "bench", "--json", "--pipeline", args.pipeline, "--batch", str(batch),
            "--duration", f"{args.seconds:g}s"]
-    if args.gpu >= 0:
-        cmd += ["--gpu", str(args.gpu)]
+    if gpus is None and args.gpu >= 0:
+        gpus = str(args.gpu)
+    if gpus:
+        cmd += ["--gpu", gpus]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
     if args.instances > 1:

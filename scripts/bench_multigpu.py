@@ -27,7 +27,6 @@ import multiprocessing as mp
 import os
 import pathlib
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -67,24 +66,8 @@ def bench_peer(mode, gpus, files, batch, seconds):
     if errs:
         return {"error": "; ".join(errs)}
     return {"images_per_sec": sum(r["images_per_sec"] for r in res.values()),
-            "by_gpu": {str(g): r["images_per_sec"] for g, r in sorted(res.items())},
+            "images_per_sec_by_gpu": {str(g): r["images_per_sec"] for g, r in sorted(res.items())},
             "p50_ms": max(r["p50_ms"] for r in res.values()), "p99_ms": max(r["p99_ms"] for r in res.values())}
-
-
-def run_sluice(args, kdir, batch):
-    """sluice bench on the GPUs of args.gpu (a comma-separated list)."""
-    cmd = [args.sluice, "bench", "--json", "--pipeline", args.pipeline, "--batch", str(batch),
-           "--duration", f"{args.seconds:g}s", "--gpu", args.gpu, "--instances", str(args.instances), str(kdir)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 300)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {"error": str(e), "command": shlex.join(cmd)}
-    if p.returncode != 0:
-        return {"error": bench_gpu.short_error(p.stderr or p.stdout), "command": shlex.join(cmd)}
-    r = json.loads(p.stdout)
-    r["command"] = shlex.join(cmd)
-    r["by_gpu"] = r.get("images_per_sec_by_gpu", {})
-    return r
 
 
 def scaling(many, one):
@@ -99,8 +82,9 @@ def cell(r):
     if "error" in r:
         return "FAILED: " + r["error"].replace("|", "\\|")[:200]
     s = f"{r['images_per_sec']:,.0f}"
-    if len(r.get("by_gpu", {})) > 1:
-        s += " (" + " + ".join(f"{v:,.0f}" for _, v in sorted(r["by_gpu"].items())) + ")"
+    by_gpu = r.get("images_per_sec_by_gpu", {})  # sluice bench's key, and bench_peer's
+    if len(by_gpu) > 1:
+        s += " (" + " + ".join(f"{v:,.0f}" for _, v in sorted(by_gpu.items())) + ")"
     return s
 
 
@@ -113,6 +97,7 @@ def main():
     ap.add_argument("--batches", default="64,256")
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--instances", type=int, default=1, help="sluice bench --instances: executors per GPU")
+    ap.add_argument("--workers", type=int, default=0, help="sluice bench --workers (0: its default)")
     ap.add_argument("--kinds", default="whole mix", help="comma-separated: whole mix, larger photos")
     ap.add_argument("--only", default="sluice," + ",".join(PEERS))
     ap.add_argument("--json-out")
@@ -145,8 +130,7 @@ def main():
                 for gs in sets:
                     key = ",".join(map(str, gs))
                     if "sluice" in only:
-                        row[f"sluice@{key}"] = run_sluice(
-                            argparse.Namespace(**{**vars(args), "gpu": key}), kdir, b)
+                        row[f"sluice@{key}"] = bench_gpu.bench_sluice(args, kdir, b, key)
                     for name, mode in PEERS.items():
                         if name in only:
                             row[f"{name}@{key}"] = bench_peer(mode, gs, [str(p) for p in files], b, args.seconds)

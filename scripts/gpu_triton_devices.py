@@ -25,6 +25,8 @@ import urllib.request
 
 import numpy as np
 
+from gpu_triton_check import InferError, get, grpc_infer
+
 PIXELS = 3 * 224 * 224 * 4  # bytes of one image's PIXELS
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
 SLOTS = 16  # requests in flight against one region, each its own slot
@@ -33,8 +35,7 @@ UNLOAD_SLACK = 16 << 20  # the driver's page granularity, not a leaked buffer
 
 def series(metrics_hostport, family, model):
     """{gpu: value} of a family's series for a model, summed over its other labels."""
-    with urllib.request.urlopen(f"http://{metrics_hostport}/metrics", timeout=10) as r:
-        text = r.read().decode()
+    _, text = get(f"http://{metrics_hostport}/metrics", timeout=10)
     out = {}
     for line in text.splitlines():
         if not line.startswith(family + "{"):
@@ -55,11 +56,7 @@ def repository(http_hostport, action, model):
 
 
 def ready(http_hostport, model):
-    try:
-        with urllib.request.urlopen(f"http://{http_hostport}/v2/models/{model}/ready", timeout=5) as r:
-            return r.status == 200
-    except Exception:
-        return False
+    return get(f"http://{http_hostport}/v2/models/{model}/ready")[0] == 200
 
 
 def free_memory(cp, gpus):
@@ -173,15 +170,11 @@ def check_devices(a, gpus, files, pix_gpu, check, R):
         time.sleep(3)
         before = free_memory(cp, gpus)
         repository(a.http, "load", "preprocess_gpu")
-        cli = grpcclient.InferenceServerClient(a.grpc)
         for f in files[:64]:
-            data = open(f, "rb").read()
-            x = grpcclient.InferInput("IMAGE", [1, len(data)], "UINT8")
-            x.set_data_from_numpy(np.frombuffer(data, np.uint8).reshape(1, -1))
             try:
-                cli.infer("preprocess_gpu", [x])
-            except Exception:
-                pass  # the other formats' failures are not what this checks
+                grpc_infer(a.grpc, "preprocess_gpu", [open(f, "rb").read()], ["PIXELS"])
+            except InferError:
+                pass  # a file's failure is not what this checks
         loaded = free_memory(cp, gpus)
         repository(a.http, "unload", "preprocess_gpu")
         wait_until(lambda: not ready(a.http, "preprocess_gpu"), 120)
