@@ -40,15 +40,33 @@
 # libraries cannot: they are compiled as PIE, with the local-exec TLS model
 # (libturbojpeg.a: "relocation R_X86_64_TPOFF32 against `errStr' can not be
 # used when making a shared object"). Each is built here from the Debian 12
-# source package of the installed -dev package's exact version, with
-# Debian's patches, with -fPIC, and with only the features a decoder needs
-# (libtiff: no jbig, lzma, zstd, lerc, webp, libdeflate).
+# source package of the installed -dev package, with Debian's patches, with
+# -fPIC, and with only the features a decoder needs (libtiff: no jbig, lzma,
+# zstd, lerc, webp, libdeflate).
+#
+# Which source version: the installed -dev package's exact one when the
+# archive serves it, else the newest one it does serve for that source
+# package (an archive can list a security or point release's source and
+# still answer 404 for its files: zlib 1:1.2.13.dfsg-1+deb12u1 on
+# 2026-12-01). Nothing needs the static copy to equal the installed binary:
+# only its own headers and archive, both in PREFIX, are used. The log says
+# which version was built and why; the stamp records it. A library whose
+# source cannot be had at all fails naming every version tried.
 #
 # The source comes from apt-get source, run against a private deb-src copy of
 # the system's apt sources (/etc/apt is left alone). Missing build tools are
 # installed with apt-get, which needs root. A library whose stamp
 # (PREFIX/stamps/SOURCE) matches the installed version and this script is
 # not rebuilt, so a rerun with nothing to do takes well under a second.
+#
+# Tested on Debian 12 (bookworm): the developer, CI and container build
+# machines; tests/test_pic_libs.py runs the fallback against a local
+# repository. Other apt-based systems (Ubuntu) take the same commands but
+# are not tested: their archives cannot be reached from these machines.
+#
+# For tests: PIC_LIBS_SOURCES names a deb-src sources.list to use instead of
+# the system's, PIC_LIBS_ONLY the -dev packages of LIBS to consider
+# (space-separated; default all).
 set -euo pipefail
 
 OUT=${1:?usage: scripts/pic-libs.sh PREFIX}
@@ -72,13 +90,16 @@ LIBS=(
 # option, a library added): every stamp then goes stale.
 RECIPE=r1
 
-# Which libraries are stale.
+# Which libraries are stale. A stamp reads "SOURCE INSTALLED RECIPE BUILT":
+# the installed version it stands for, and the source version built.
 todo=()
 for entry in "${LIBS[@]}"; do
   read -r pkg fn <<<"$entry"
+  [ -z "${PIC_LIBS_ONLY:-}" ] || [[ " $PIC_LIBS_ONLY " == *" $pkg "* ]] || continue
   ver=$(dpkg-query -W -f='${source:Version}' "$pkg" 2>/dev/null) || die "$pkg is not installed (make deps)"
   src=$(dpkg-query -W -f='${source:Package}' "$pkg")
-  [ "$(cat "$OUT/stamps/$src" 2>/dev/null)" = "$src $ver $RECIPE" ] || todo+=("$src $ver $fn")
+  stamp=$(cut -d' ' -f1-3 "$OUT/stamps/$src" 2>/dev/null || true)
+  [ "$stamp" = "$src $ver $RECIPE" ] || todo+=("$src $ver $fn")
 done
 [ ${#todo[@]} -gt 0 ] || exit 0
 
@@ -99,12 +120,16 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 APT=$WORK/apt
 mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/sources.list.d"
-# deb-src twins of the enabled system sources, in both formats.
-for f in /etc/apt/sources.list.d/*.sources; do
-  [ -e "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" > "$APT/sources.list.d/$(basename "$f")"
-done
-cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-  sed -n 's/^deb\([[:space:]]\)/deb-src\1/p' > "$APT/sources.list" || true
+if [ -n "${PIC_LIBS_SOURCES:-}" ]; then
+  cp "$PIC_LIBS_SOURCES" "$APT/sources.list"
+else
+  # deb-src twins of the enabled system sources, in both formats.
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -e "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" > "$APT/sources.list.d/$(basename "$f")"
+  done
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    sed -n 's/^deb\([[:space:]]\)/deb-src\1/p' > "$APT/sources.list" || true
+fi
 APTO=(-o "Dir::Etc::SourceList=$APT/sources.list" -o "Dir::Etc::SourceParts=$APT/sources.list.d"
       -o "Dir::State::Lists=$APT/lists" -o "Dir::Cache=$APT/cache"
       -o "APT::Sandbox::User=$(id -un)") # the private dirs are ours, not _apt's
@@ -178,21 +203,55 @@ build_dav1d() {
   run "$2" ninja -C "$1/_b" -j"$JOBS" install
 }
 
+# source_versions SRC WANT: WANT, then every other version of source
+# package SRC that the sources list, newest first; one a line.
+source_versions() {
+  local v i sorted=()
+  echo "$2"
+  while read -r v; do # insertion sort in Debian's version order
+    [ "$v" != "$2" ] && [[ " ${sorted[*]} " != *" $v "* ]] || continue
+    for ((i = ${#sorted[@]}; i > 0; i--)); do
+      dpkg --compare-versions "$v" gt "${sorted[i-1]}" || break
+      sorted[i]=${sorted[i-1]}
+    done
+    sorted[i]=$v
+  done < <(apt-cache "${APTO[@]}" showsrc "$1" 2>/dev/null | sed -n 's/^Version: //p')
+  [ ${#sorted[@]} -eq 0 ] || printf '%s\n' "${sorted[@]}"
+}
+
+# fetch SRC WANT DIR: unpacks into DIR the first version of source package
+# SRC that the archive serves, WANT first, and prints that version.
+fetch() {
+  local v why tried=()
+  while read -r v; do
+    rm -rf "$3" && mkdir -p "$3"
+    if (cd "$3" && apt-get -qq "${APTO[@]}" source "$1=$v" >"$3.log" 2>&1); then
+      [ "$v" = "$2" ] ||
+        log "$1: the archive does not serve the source of the installed $2; building $v, the newest source version it serves"
+      echo "$v"
+      return 0
+    fi
+    why=$(grep -m1 -oE '[0-9]{3} +Not Found|Unable to find a source package.*|Can not find version.*' "$3.log" || true)
+    log "$1 $v: apt-get source failed${why:+: $why}"
+    tried+=("$v${why:+ ($why)}")
+  done < <(source_versions "$1" "$2")
+  local IFS=,
+  die "no source of $1 can be had (installed: $2); versions tried: ${tried[*]}"
+}
+
 mkdir -p "$OUT/stamps"
 for item in "${todo[@]}"; do
   read -r src ver fn <<<"$item"
   rm -f "$OUT/stamps/$src"
   log "fetching the source of $src $ver"
-  mkdir -p "$WORK/$src"
-  (cd "$WORK/$src" && apt-get -qq "${APTO[@]}" source "$src=$ver" >"$WORK/$src.log" 2>&1) ||
-    { cat "$WORK/$src.log" >&2; die "apt-get source $src=$ver failed"; }
+  built=$(fetch "$src" "$ver" "$WORK/$src")
   dir=$(find "$WORK/$src" -mindepth 1 -maxdepth 1 -type d | head -1)
-  [ -n "$dir" ] || die "apt-get source $src unpacked nothing"
-  log "building $(basename "$dir") with -fPIC"
+  [ -n "$dir" ] || die "apt-get source $src=$built unpacked nothing"
+  log "building $(basename "$dir") ($src $built) with -fPIC"
   start=$SECONDS
   "$fn" "$dir" "$WORK/$src.log"
   rm -rf "$dir"
-  echo "$src $ver $RECIPE" > "$OUT/stamps/$src"
-  log "built $src $ver in $((SECONDS - start))s"
+  echo "$src $ver $RECIPE $built" > "$OUT/stamps/$src"
+  log "built $src $built in $((SECONDS - start))s"
 done
 log "$OUT is up to date"
