@@ -34,6 +34,8 @@ func logModel(l *zap.Logger, m *Model, file string) {
 		zap.Int64("max_batch_size", m.MaxBatchSize),
 		zap.Int("workers", m.Params.Workers),
 		zap.Int("max_image_pixels", m.Params.Limits.MaxPixels),
+		zap.Int64("max_image_work", m.Params.Limits.MaxWork),
+		zap.Int64("max_image_memory", m.Params.Limits.MaxMemory),
 		zap.Int("max_image_bytes", m.Params.Limits.MaxBytes),
 		zap.Bool("auto_completed", m.NewConfig != nil),
 	)

@@ -52,6 +52,8 @@ const (
 	ParamPipeline       = "pipeline"
 	ParamWorkers        = "workers"
 	ParamMaxImagePixels = "max_image_pixels"
+	ParamMaxImageWork   = "max_image_work"
+	ParamMaxImageMemory = "max_image_memory"
 	ParamMaxImageBytes  = "max_image_bytes"
 	ParamGPUMemory      = "gpu_memory_bytes"
 	ParamHWShare        = "gpu_hardware_decode_share"
@@ -65,7 +67,7 @@ const (
 	ImageErrorsMark = "mark"
 )
 
-var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageBytes, ParamMaxBatchBytes,
+var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageWork, ParamMaxImageMemory, ParamMaxImageBytes, ParamMaxBatchBytes,
 	ParamGPUMemory, ParamHWShare, ParamImageErrors}
 
 // maxWorkers bounds the workers parameter: each worker holds its own
@@ -84,6 +86,7 @@ func parseParams(p map[string]string) (Params, error) {
 	}
 	slices.Sort(names) // report the same problem first every time
 	var problems []string
+	var work, memory int // 0: derived from the pixel limit
 	for _, k := range names {
 		v := p[k]
 		var err error
@@ -93,7 +96,14 @@ func parseParams(p map[string]string) (Params, error) {
 		case ParamWorkers:
 			out.Workers, err = intParam(k, v, maxWorkers)
 		case ParamMaxImagePixels:
-			out.Limits.MaxPixels, err = intParam(k, v, 0)
+			var n int
+			if n, err = intParam(k, v, 0); err == nil {
+				out.Limits = ops.WithPixels(out.Limits, n)
+			}
+		case ParamMaxImageWork:
+			work, err = intParam(k, v, 0)
+		case ParamMaxImageMemory:
+			memory, err = intParam(k, v, 0)
 		case ParamMaxImageBytes:
 			out.Limits.MaxBytes, err = intParam(k, v, 0)
 		case ParamMaxBatchBytes:
@@ -120,6 +130,12 @@ func parseParams(p map[string]string) (Params, error) {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
+	}
+	if work > 0 {
+		out.Limits.MaxWork = int64(work)
+	}
+	if memory > 0 {
+		out.Limits.MaxMemory = int64(memory)
 	}
 	if len(problems) > 0 {
 		return out, &Error{Code: CodeInvalidArg, Msg: strings.Join(problems, "\n")}

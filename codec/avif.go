@@ -52,7 +52,8 @@ func (d *avifDecoder) Close() {
 	d.rgba, d.scratch, d.canvas = nil, nil, avifCanvas{}
 }
 
-func (d *avifDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *avifDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	l, err := parseAVIF(src)
 	if err != nil {
 		return Header{}, err

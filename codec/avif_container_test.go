@@ -286,7 +286,7 @@ func TestAVIFClapIrot(t *testing.T) {
 	rot := avifencFile(t, png, "--irot", "1", "--imir", "1", "-y", "444")
 	d := NewDecoder()
 	defer d.Close()
-	if h, err := d.Header(rot, 0); err != nil || h.Orientation != 7 {
+	if h, err := d.Header(rot, Limits{}); err != nil || h.Orientation != 7 {
 		t.Errorf("irot 1 imir 1: %+v %v, want orientation 7", h, err)
 	}
 	for name, src := range map[string][]byte{"clap": clap, "irot+imir": rot} {

@@ -113,14 +113,14 @@ func TestAVIFHeader(t *testing.T) {
 	avif := pillowAVIF(t, avifTestImage(40, 24), map[string]any{"mode": "RGB", "orientation": 8})
 	d := NewDecoder()
 	defer d.Close()
-	h, err := d.Header(avif, 0)
+	h, err := d.Header(avif, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Format != "AVIF" || h.Width != 40 || h.Height != 24 || h.Orientation != 8 || h.Scalable {
 		t.Errorf("header %+v", h)
 	}
-	if _, err := d.Header(avif, 40*24-1); causeOf(err) != TooLarge {
+	if _, err := d.Header(avif, LimitsFor(40*24-1)); causeOf(err) != TooLarge {
 		t.Errorf("one pixel over the limit: %v", err)
 	}
 }
@@ -180,7 +180,7 @@ func TestAVIFTooLarge(t *testing.T) {
 	good := pillowAVIF(t, avifTestImage(64, 48), map[string]any{"mode": "RGB"})
 	forged := withISPE(good, 20000, 10000)
 	var err error
-	n := allocated(func() { _, err = Decode(forged, Options{MaxPixels: 64 << 20}) })
+	n := allocated(func() { _, err = Decode(forged, Options{Limits: LimitsFor(64 << 20)}) })
 	wantCause(t, err, TooLarge)
 	if !strings.Contains(err.Error(), "200000000") || n > 1<<20 {
 		t.Errorf("%v, allocating %d bytes", err, n)
@@ -190,7 +190,7 @@ func TestAVIFTooLarge(t *testing.T) {
 	wantCause(t, err, TooLarge)
 	// The container says 32×24, within the limit; the AV1 frame is 64×48.
 	small := withISPE(good, 32, 24)
-	_, err = Decode(small, Options{MaxPixels: 32 * 24})
+	_, err = Decode(small, Options{Limits: LimitsFor(32 * 24)})
 	if c := causeOf(err); c != Corrupt {
 		t.Errorf("frame larger than its ispe: %v", err)
 	}
@@ -232,7 +232,7 @@ func BenchmarkAVIFDecode(b *testing.B) {
 	d := NewDecoder()
 	defer d.Close()
 	dst := make([]byte, 640*480*3)
-	h, err := d.Header(avif, 0)
+	h, err := d.Header(avif, Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

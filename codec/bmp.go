@@ -70,7 +70,8 @@ type bmpInfo struct {
 	lut     [256][4]byte // palette as RGBA
 }
 
-func (d *bmpDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *bmpDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	if err := d.info.parse(src, maxPixels); err != nil {
 		return Header{}, err
 	}

@@ -345,11 +345,11 @@ func TestBMPPixelLimitFirst(t *testing.T) {
 	src := makeBMP(bmpSpec{w: 50000, h: 40000, bpp: 24, header: 40})
 	d := NewDecoder()
 	defer d.Close()
-	_, err := d.Header(src, 1<<20)
+	_, err := d.Header(src, LimitsFor(1<<20))
 	wantCause(t, err, TooLarge)
-	_, err = d.Header(src, 0) // no limit: the missing pixel array shows
+	_, err = d.Header(src, Limits{}) // no limit: the missing pixel array shows
 	wantCause(t, err, Truncated)
-	h, err := d.Header(makeBMP(bmpSpec{w: 3, h: 2, bpp: 24, header: 40, pixels: make([]byte, 24)}), 6)
+	h, err := d.Header(makeBMP(bmpSpec{w: 3, h: 2, bpp: 24, header: 40, pixels: make([]byte, 24)}), LimitsFor(6))
 	if err != nil || h.Format != "BMP" || h.Width != 3 || h.Height != 2 {
 		t.Fatalf("%+v %v", h, err)
 	}
@@ -406,7 +406,7 @@ func benchDecode(b *testing.B, src []byte, w, h int) {
 	b.SetBytes(int64(w * h))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		hd, err := d.Header(src, 0)
+		hd, err := d.Header(src, Limits{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,10 +56,10 @@ type Options struct {
 	// Orient applies the orientation (a JPEG's EXIF tag, an AVIF's
 	// irot/imir), so that the output is upright.
 	Orient bool
-	// MaxPixels rejects images whose stored width × height exceeds it,
-	// before any pixel buffer is allocated; 0 means no limit. Only
-	// DecodeImage and Decode read it; Decoder.Header takes the limit.
-	MaxPixels int
+	// Limits reject images that would cost too much, before any pixel
+	// buffer is allocated; the zero value means no limit. Only
+	// DecodeImage and Decode read it; Decoder.Header takes the limits.
+	Limits Limits
 }
 
 func (o Options) color() Color {
@@ -86,6 +86,11 @@ type Header struct {
 	Orientation int
 	// Scalable reports that Options.Scale is honoured (DCT-domain scaling).
 	Scalable bool
+
+	// Work and Memory estimate what decoding costs, from the headers:
+	// work units (Limits.MaxWork) and bytes a decoder allocates beside
+	// the output (Limits.MaxMemory).
+	Work, Memory int64
 
 	format   int        // registry index + 1; 0 for a Header not made by Decoder
 	jpeg     jpegLayout // JPEG only
@@ -197,10 +202,9 @@ func (d *Decoder) Close() {
 	}
 }
 
-// Header recognises src by content and reads its header. Images whose
-// stored width × height exceeds maxPixels (when > 0) fail with TooLarge
-// before anything is allocated for them.
-func (d *Decoder) Header(src []byte, maxPixels int) (Header, error) {
+// Header recognises src by content and reads its header. Images over lim
+// fail with TooLarge before anything is allocated for them.
+func (d *Decoder) Header(src []byte, lim Limits) (Header, error) {
 	if len(src) == 0 {
 		return Header{}, errorf(NotImage, "empty input")
 	}
@@ -215,7 +219,7 @@ func (d *Decoder) Header(src []byte, maxPixels int) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	h, err := fd.Header(src, maxPixels)
+	h, err := fd.Header(src, lim)
 	if err != nil {
 		return Header{}, err
 	}
@@ -225,6 +229,9 @@ func (d *Decoder) Header(src []byte, maxPixels int) (Header, error) {
 	}
 	if h.Width <= 0 || h.Height <= 0 {
 		return Header{}, formatErr(Corrupt, f.Name, "%s header gives an empty %dx%d image", f.Name, h.Width, h.Height)
+	}
+	if err := lim.checkEstimates(&h); err != nil {
+		return Header{}, err
 	}
 	return h, nil
 }
@@ -279,7 +286,7 @@ func tooLarge(format string, w, h, limit int) *Error {
 
 // DecodeImage decodes src into a new buffer.
 func (d *Decoder) DecodeImage(src []byte, o Options) (*Image, error) {
-	h, err := d.Header(src, o.MaxPixels)
+	h, err := d.Header(src, o.Limits)
 	if err != nil {
 		return nil, err
 	}

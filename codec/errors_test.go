@@ -75,7 +75,7 @@ func TestDecodeTooLarge(t *testing.T) {
 	for name, src := range map[string][]byte{"JPEG": forgedJPEG(60000, 60000), "PNG": forgedPNG(t, 60000, 60000)} {
 		var err error
 		start := time.Now()
-		n := allocated(func() { _, err = Decode(src, Options{MaxPixels: limit}) })
+		n := allocated(func() { _, err = Decode(src, Options{Limits: LimitsFor(limit)}) })
 		wantCause(t, err, TooLarge)
 		for _, num := range []string{"3600000000", "67108864"} {
 			if !strings.Contains(err.Error(), num) {
@@ -90,7 +90,7 @@ func TestDecodeTooLarge(t *testing.T) {
 	// allocate the image: JPEG fails its marker walk, PNG its inflate bound.
 	for name, src := range map[string][]byte{"JPEG": forgedJPEG(8000, 8000), "PNG": forgedPNG(t, 8000, 8000)} {
 		var err error
-		n := allocated(func() { _, err = Decode(src, Options{MaxPixels: limit}) })
+		n := allocated(func() { _, err = Decode(src, Options{Limits: LimitsFor(limit)}) })
 		if err == nil {
 			t.Fatalf("%s: forged header decoded", name)
 		}

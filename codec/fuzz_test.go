@@ -131,7 +131,7 @@ func checkDecode(t *testing.T, d *Decoder, data []byte) {
 		{Color: BGRA, Scale: 1},
 	}
 	const limit = 1 << 20 // keep each input cheap
-	h, err := d.Header(data, limit)
+	h, err := d.Header(data, LimitsFor(limit))
 	if err != nil {
 		checkFuzzErr(t, err)
 		return

@@ -63,7 +63,8 @@ func (d *jp2Decoder) Close() {
 	d.pix, d.row = nil, nil
 }
 
-func (d *jp2Decoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *jp2Decoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	info, err := d.header(src, maxPixels)
 	if err != nil {
 		return Header{}, err

@@ -41,7 +41,7 @@ func TestJP2Lossy(t *testing.T) {
 func TestJP2Bad(t *testing.T) {
 	for _, name := range []string{"rgb.jp2", "rgb.j2k"} {
 		src := readFormatFile(t, name)
-		_, err := Decode(src, Options{MaxPixels: patternW*patternH - 1})
+		_, err := Decode(src, Options{Limits: LimitsFor(patternW*patternH - 1)})
 		wantCause(t, err, TooLarge)
 		for _, n := range []int{6, 40, len(src) / 2, len(src) - 3} {
 			_, err := Decode(src[:n], Options{})
@@ -86,7 +86,7 @@ func TestJP2Limits(t *testing.T) {
 		{j2kWithSIZ(100, 100, 100, 100, 3)[:20], Truncated},    // SIZ cut
 		{append([]byte(jp2Magic), 0, 0, 0, 9, 'j'), Truncated}, // no codestream box
 	} {
-		_, err := Decode(tc.src, Options{MaxPixels: 1 << 24})
+		_, err := Decode(tc.src, Options{Limits: LimitsFor(1 << 24)})
 		wantCause(t, err, tc.want)
 		t.Logf("%v", err)
 	}

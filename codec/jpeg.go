@@ -154,8 +154,8 @@ func (d *jpegDecoder) message() string {
 	return unsafe.String((*byte)(unsafe.Pointer(d.msg)), int(C.strlen(d.msg)))
 }
 
-func (d *jpegDecoder) Header(src []byte, maxPixels int) (Header, error) {
-	s, serr := scanJPEG(src, maxPixels)
+func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
+	s, serr := scanJPEG(src, lim)
 	if serr != nil {
 		return Header{}, serr
 	}
@@ -165,7 +165,7 @@ func (d *jpegDecoder) Header(src []byte, maxPixels int) (Header, error) {
 	r := C.sl_read_header(d.tj, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)), d.msg)
 	h := Header{
 		Width: s.width, Height: s.height, Orientation: s.orientation,
-		Scalable: jpegScalable, jpeg: s.layout,
+		Scalable: jpegScalable, jpeg: s.layout, Work: int64(s.work),
 	}
 	// Set even when the call failed harmlessly (a warning, or the
 	// subsampling below): libjpeg had read the headers.

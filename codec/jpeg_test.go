@@ -242,7 +242,7 @@ func TestScanJPEGProgression(t *testing.T) {
 		{"no EOI", noEOI[:len(noEOI)-2], Truncated},
 	}
 	for _, c := range cases {
-		_, err := scanJPEG(c.src, 0)
+		_, err := scanJPEG(c.src, Limits{})
 		var got Cause
 		if err != nil {
 			got = err.Cause
@@ -320,14 +320,14 @@ func TestJPEGDecodeNoAllocs(t *testing.T) {
 	defer d.Close()
 	for _, src := range [][]byte{plain, rotated} {
 		o := Options{Color: RGB, Orient: true, Scale: 4}
-		h, err := d.Header(src, 1<<20)
+		h, err := d.Header(src, LimitsFor(1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}
 		oh, ow, oc := h.OutSize(o)
 		dst := make([]byte, oh*ow*oc)
 		run := func() {
-			h, err := d.Header(src, 1<<20)
+			h, err := d.Header(src, LimitsFor(1<<20))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,7 +411,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 	d := NewDecoder()
 	defer d.Close()
 	for _, o := range []Options{{Color: RGB}, {Color: RGB, Scale: 4}} {
-		h, err := d.Header(src, 0)
+		h, err := d.Header(src, Limits{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -420,7 +420,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 		b.Run(fmt.Sprintf("scale%d", o.scale()), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				h, err := d.Header(src, 0)
+				h, err := d.Header(src, Limits{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"math"
 	"math/bits"
 )
 
@@ -28,8 +27,9 @@ const maxFrameComps = 10
 // (progressive); the corpus's most is 14.
 const MaxJPEGScans = 500
 
-// JPEGWorkPerPixel sets a JPEG's decode-work budget: its scans may cost at
-// most this many units of work per pixel of the pixel limit (maxPixels).
+// JPEGWorkPerPixel sets the default decode-work limit (WorkPerPixel): a
+// JPEG's scans may cost at most this many units of work per pixel of the
+// pixel limit.
 // Work is counted from the frame and scan headers before anything is
 // decoded, and stands for what a scan can cost beyond the data it holds
 // (which max_image_bytes bounds). libjpeg visits every 8×8 block of each
@@ -122,36 +122,26 @@ type frameComp struct {
 // upload. A cut that leaves no refinement pending cannot be told from a
 // script that stops there, and decodes as libjpeg and Pillow decode it.
 //
-// maxPixels (when > 0) bounds the frame's pixels and, through
-// JPEGWorkPerPixel, the work of its scans; MaxJPEGScans bounds the scans
-// whatever maxPixels is. The limits are checked over the whole walk, so
-// that their errors give the whole counts.
-func scanJPEG(b []byte, maxPixels int) (jpegScan, *Error) {
+// lim bounds the frame's pixels and the work of its scans; MaxJPEGScans
+// bounds the scans whatever lim is. The limits are checked over the whole
+// walk, so that their errors give the whole counts.
+func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
 	var s jpegScan
 	var comps [maxFrameComps]frameComp
-	err := s.walk(b, maxPixels, &comps)
+	err := s.walk(b, lim.MaxPixels, &comps)
 	if s.scans > MaxJPEGScans {
 		return s, formatErr(TooLarge, "JPEG", "%s JPEG has %d scans, over the limit of %d",
 			s.layout.process(), s.scans, MaxJPEGScans)
 	}
-	if budget := workBudget(maxPixels); budget > 0 && s.work > budget {
+	if lim.MaxWork > 0 && int64(s.work) > lim.MaxWork {
 		return s, formatErr(TooLarge, "JPEG",
-			"%s JPEG's %d scans need %d units of decode work (%.1f per pixel of its %dx%d), over the budget of %d (%d per pixel of the %d-pixel limit)",
-			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height,
-			budget, JPEGWorkPerPixel, maxPixels)
+			"%s JPEG's %d scans need %d units of decode work (%.1f per pixel of its %dx%d), over the work limit of %d",
+			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height, lim.MaxWork)
 	}
 	if err == nil {
 		err = s.checkComplete(&comps)
 	}
 	return s, err
-}
-
-// workBudget is the decode work allowed under a pixel limit, 0 for none.
-func workBudget(maxPixels int) int {
-	if maxPixels <= 0 || maxPixels > math.MaxInt/JPEGWorkPerPixel {
-		return 0
-	}
-	return maxPixels * JPEGWorkPerPixel
 }
 
 // walk reads the markers up to EOI; it fails on a structural problem

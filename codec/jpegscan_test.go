@@ -23,7 +23,7 @@ func headerTimed(src []byte, maxPixels int) (Header, time.Duration, error) {
 	d := NewDecoder()
 	defer d.Close()
 	start := time.Now()
-	h, err := d.Header(src, maxPixels)
+	h, err := d.Header(src, LimitsFor(maxPixels))
 	return h, time.Since(start), err
 }
 
@@ -40,7 +40,7 @@ func TestJPEGScanLimit(t *testing.T) {
 	t.Logf("%d-byte file of 700 scans refused in %v: %v", len(over), took, err)
 
 	at := testimg.ManyScans(512, 512, MaxJPEGScans)
-	img := mustDecode(t, at, Options{Color: Gray, MaxPixels: defaultMaxPixels})
+	img := mustDecode(t, at, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)})
 	if img.Pix[0] != 128 || img.Pix[len(img.Pix)-1] != 128 {
 		t.Errorf("flat grey decoded to %d..%d, want 128", img.Pix[0], img.Pix[len(img.Pix)-1])
 	}
@@ -48,7 +48,7 @@ func TestJPEGScanLimit(t *testing.T) {
 	// behind the walk's back, it refuses it.
 	d := NewDecoder()
 	defer d.Close()
-	h, err := d.Header(at, 0)
+	h, err := d.Header(at, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +66,12 @@ func TestJPEGScanLimit(t *testing.T) {
 func TestJPEGWorkBudget(t *testing.T) {
 	for _, scans := range []int{499, 100} {
 		src := testimg.ManyScans(8192, 8192, scans)
-		s, _ := scanJPEG(src, 0)
+		s, _ := scanJPEG(src, Limits{})
 		var err error
 		var took time.Duration
 		n := allocated(func() {
 			start := time.Now()
-			_, err = Decode(src, Options{Color: Gray, MaxPixels: defaultMaxPixels})
+			_, err = Decode(src, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)})
 			took = time.Since(start)
 		})
 		wantCause(t, err, TooLarge)
@@ -87,11 +87,11 @@ func TestJPEGWorkBudget(t *testing.T) {
 	// 1024×1024 under a 1 MP limit: each scan costs 1 unit per pixel, so
 	// JPEGWorkPerPixel scans decode and one more is refused.
 	const limit = 1 << 20
-	img := mustDecode(t, testimg.ManyScans(1024, 1024, JPEGWorkPerPixel), Options{Color: Gray, MaxPixels: limit})
+	img := mustDecode(t, testimg.ManyScans(1024, 1024, JPEGWorkPerPixel), Options{Color: Gray, Limits: LimitsFor(limit)})
 	if img.Pix[len(img.Pix)/2] != 128 {
 		t.Errorf("flat grey decoded to %d, want 128", img.Pix[len(img.Pix)/2])
 	}
-	_, err := Decode(testimg.ManyScans(1024, 1024, JPEGWorkPerPixel+1), Options{Color: Gray, MaxPixels: limit})
+	_, err := Decode(testimg.ManyScans(1024, 1024, JPEGWorkPerPixel+1), Options{Color: Gray, Limits: LimitsFor(limit)})
 	wantCause(t, err, TooLarge)
 }
 
@@ -101,7 +101,7 @@ func TestJPEGWorkBudget(t *testing.T) {
 func TestJPEGWork(t *testing.T) {
 	work := func(src []byte) (scans, work int) {
 		t.Helper()
-		s, err := scanJPEG(src, 0)
+		s, err := scanJPEG(src, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestJPEGColorSpace(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
 	for _, c := range cases {
-		hd, err := d.Header(c.src, 0)
+		hd, err := d.Header(c.src, Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -308,11 +308,11 @@ func TestJPEGColorSpace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hd, err := d.Header(cmyk, 0); err != nil || hd.ColorSpace() != SpaceCMYK {
+		if hd, err := d.Header(cmyk, Limits{}); err != nil || hd.ColorSpace() != SpaceCMYK {
 			t.Errorf("CMYK corpus file: %v, %v", hd.ColorSpace(), err)
 		}
 	}
-	if hd, err := d.Header(encodePNG(t, g), 0); err != nil || hd.ColorSpace() != SpaceUnknown {
+	if hd, err := d.Header(encodePNG(t, g), Limits{}); err != nil || hd.ColorSpace() != SpaceUnknown {
 		t.Errorf("PNG: %v, %v", hd.ColorSpace(), err)
 	}
 

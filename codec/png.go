@@ -35,7 +35,8 @@ func (d *pngDecoder) Close() {}
 // costs at least 2 bits, so 1032:1, with room for zlib framing.
 const maxDeflateRatio = 1032
 
-func (d *pngDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *pngDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	d.r.Reset(src)
 	cfg, cerr := png.DecodeConfig(&d.r)
 	if cerr != nil {

@@ -71,7 +71,8 @@ type pnmDecoder struct {
 
 func (d *pnmDecoder) Close() { d.row, d.lut = nil, nil }
 
-func (d *pnmDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *pnmDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	if err := d.info.parse(src, maxPixels); err != nil {
 		return Header{}, err
 	}

@@ -167,9 +167,9 @@ func TestPNMPixelLimitFirst(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
 	for _, src := range []string{"P6\n40000 40000\n255\n", "P3\n40000 40000\n255\n", "P4\n40000 40000\n"} {
-		_, err := d.Header([]byte(src), 1<<20)
+		_, err := d.Header([]byte(src), LimitsFor(1<<20))
 		wantCause(t, err, TooLarge)
-		_, err = d.Header([]byte(src), 0)
+		_, err = d.Header([]byte(src), Limits{})
 		wantCause(t, err, Truncated)
 	}
 }

@@ -45,7 +45,7 @@ func TestNativeDecodersQuiet(t *testing.T) {
 	failed := 0
 	d := NewDecoder()
 	for _, src := range inputs {
-		if h, err := d.Header(src, 1<<20); err != nil {
+		if h, err := d.Header(src, LimitsFor(1<<20)); err != nil {
 			failed++
 		} else if err := d.Decode(make([]byte, 3*h.Width*h.Height), src, h, Options{}); err != nil {
 			failed++

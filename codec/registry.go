@@ -25,10 +25,11 @@ type Format struct {
 // for concurrent use.
 type FormatDecoder interface {
 	// Header reads the stored size and layout of src without decoding
-	// pixels. It rejects, before anything large is allocated, images whose
-	// stored width × height exceeds maxPixels (when > 0; see TooLargeErr)
-	// and inputs certain to fail, such as truncated ones.
-	Header(src []byte, maxPixels int) (Header, error)
+	// pixels, and estimates what decoding it costs (Header.Work, .Memory).
+	// It rejects, before anything large is allocated, images over lim
+	// (see TooLargeErr, Limits) and inputs certain to fail, such as
+	// truncated ones.
+	Header(src []byte, lim Limits) (Header, error)
 	// Decode decodes src, whose header h came from Header, into dst, which
 	// holds exactly h.OutSize(o) bytes.
 	Decode(dst, src []byte, h Header, o Options) error

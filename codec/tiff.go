@@ -81,7 +81,8 @@ func tiffMaxAlloc(inputLen, pixels int) uint64 {
 	return uint64(max(8*pixels, 2*inputLen)) + 1<<20
 }
 
-func (d *tiffDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	l, err := d.header(src, maxPixels)
 	if err != nil {
 		return Header{}, err

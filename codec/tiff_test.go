@@ -58,7 +58,7 @@ func TestTIFFOrientation(t *testing.T) {
 	src := readFormatFile(t, "rgb_orient6.tif")
 	d := NewDecoder()
 	defer d.Close()
-	h, err := d.Header(src, 0)
+	h, err := d.Header(src, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTIFFRefused(t *testing.T) {
 
 func TestTIFFBad(t *testing.T) {
 	src := readFormatFile(t, "rgb_tiff_lzw.tif")
-	_, err := Decode(src, Options{MaxPixels: patternW*patternH - 1})
+	_, err := Decode(src, Options{Limits: LimitsFor(patternW*patternH - 1)})
 	wantCause(t, err, TooLarge)
 	// Pillow writes the directory after the strips: cutting the file loses
 	// it, and libtiff finds no image.
@@ -164,13 +164,13 @@ func forgedTIFF(w, h uint32, n uint32) []byte {
 func TestTIFFLimits(t *testing.T) {
 	limit := 64 << 20
 	var err error
-	n := allocated(func() { _, err = Decode(forgedTIFF(60000, 60000, 64), Options{MaxPixels: limit}) })
+	n := allocated(func() { _, err = Decode(forgedTIFF(60000, 60000, 64), Options{Limits: LimitsFor(limit)}) })
 	wantCause(t, err, TooLarge)
 	if !strings.Contains(err.Error(), "3600000000") || n > 1<<20 {
 		t.Errorf("%v, %d bytes allocated", err, n)
 	}
 	// Under the limit, but the strip lies past the end of the input.
-	n = allocated(func() { _, err = Decode(forgedTIFF(8000, 8000, 3*8000*8000), Options{MaxPixels: limit}) })
+	n = allocated(func() { _, err = Decode(forgedTIFF(8000, 8000, 3*8000*8000), Options{Limits: LimitsFor(limit)}) })
 	wantCause(t, err, Truncated)
 	if n > 1<<20 {
 		t.Errorf("rejecting %v allocated %d bytes", err, n)

@@ -104,7 +104,8 @@ type webpDecoder struct {
 
 func (d *webpDecoder) Close() {}
 
-func (d *webpDecoder) Header(src []byte, maxPixels int) (Header, error) {
+func (d *webpDecoder) Header(src []byte, lim Limits) (Header, error) {
+	maxPixels := lim.MaxPixels
 	if len(src) < 12 {
 		return Header{}, formatErr(Truncated, "WebP", "WebP data ends early, within the RIFF header")
 	}

@@ -125,9 +125,9 @@ func TestDecodeWebPCorrupt(t *testing.T) {
 
 func TestDecodeWebPTooLarge(t *testing.T) {
 	src := encodeWebP(t, noisyRGB(40, 30), 40, 30, 3, -1)
-	_, err := Decode(src, Options{MaxPixels: 40*30 - 1})
+	_, err := Decode(src, Options{Limits: LimitsFor(40*30 - 1)})
 	wantCause(t, err, TooLarge)
-	if _, err := Decode(src, Options{MaxPixels: 40 * 30}); err != nil {
+	if _, err := Decode(src, Options{Limits: LimitsFor(40 * 30)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -222,7 +222,7 @@ func FuzzWebP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		src := append([]byte("RIFF\x00\x00\x00\x00WEBP"), body...)
 		binary.LittleEndian.PutUint32(src[4:], uint32(len(src)-8))
-		h, err := d.Header(src, 1<<20)
+		h, err := d.Header(src, LimitsFor(1<<20))
 		if err != nil {
 			checkFuzzErr(t, err)
 			return

@@ -65,12 +65,28 @@ type Fuser interface {
 
 // Limits bound what one sample may cost, checked before allocating.
 type Limits struct {
-	MaxBytes  int // encoded bytes per image; 0 = unlimited
-	MaxPixels int // decoded pixels per image (width × height), which also sets a JPEG's decode-work budget (codec.JPEGWorkPerPixel); 0 = unlimited
+	MaxBytes  int   // encoded bytes per image; 0 = unlimited
+	MaxPixels int   // decoded pixels per image (width × height); 0 = unlimited
+	MaxWork   int64 // estimated decode work per image, in codec work units; 0 = unlimited
+	MaxMemory int64 // estimated decoder memory per image beside its pixels, bytes; 0 = unlimited
 }
 
-// DefaultLimits: 64 MiB encoded, 64 megapixels decoded.
-var DefaultLimits = Limits{MaxBytes: 64 << 20, MaxPixels: 64 << 20}
+// DefaultLimits: 64 MiB encoded, 64 megapixels decoded, and the work and
+// memory limits codec derives from that pixel limit (6.4 G units, 1 GiB).
+var DefaultLimits = WithPixels(Limits{MaxBytes: 64 << 20}, 64<<20)
+
+// WithPixels sets l's pixel limit and the work and memory limits that
+// codec derives from it.
+func WithPixels(l Limits, maxPixels int) Limits {
+	c := codec.LimitsFor(maxPixels)
+	l.MaxPixels, l.MaxWork, l.MaxMemory = c.MaxPixels, c.MaxWork, c.MaxMemory
+	return l
+}
+
+// Codec is the part of l that a codec.Decoder checks.
+func (l Limits) Codec() codec.Limits {
+	return codec.Limits{MaxPixels: l.MaxPixels, MaxWork: l.MaxWork, MaxMemory: l.MaxMemory}
+}
 
 // Ctx is what a Run call gets besides its tensors.
 type Ctx struct {

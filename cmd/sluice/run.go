@@ -114,7 +114,7 @@ func (f execFlags) open(dev int) (executor.Executor, *pipeline.Compiled, error) 
 	if dev >= 0 {
 		kind = executor.KindGPU
 	}
-	e, err := executor.Open(kind, c, executor.Options{Workers: *f.workers, Limits: ops.Limits{MaxPixels: *f.maxPixels, MaxBytes: *f.maxBytes},
+	e, err := executor.Open(kind, c, executor.Options{Workers: *f.workers, Limits: ops.WithPixels(ops.Limits{MaxBytes: *f.maxBytes}, *f.maxPixels),
 		Device: dev, MemoryCap: *f.gpuMem, HWShare: *f.hwShare})
 	if err != nil {
 		return nil, nil, err

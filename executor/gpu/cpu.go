@@ -94,7 +94,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	if w == nil {
 		return errNoContext
 	}
-	hdr, err := w.dec.Header(smp.src, lim.MaxPixels)
+	hdr, err := w.dec.Header(smp.src, lim.Codec())
 	if err != nil {
 		return ops.DecodeError(err)
 	}
