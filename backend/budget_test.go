@@ -261,3 +261,39 @@ func TestMaxInputBytes(t *testing.T) {
 		t.Errorf("an enormous max_image_bytes: %d, want MaxInt64", got)
 	}
 }
+
+// TestRequestAndBatchBudgets: a request whose images together pass
+// max_request_pixels fails naming it, while another request of the same
+// batch is served; a batch over max_batch_work fails the request that
+// brought it over, naming that limit.
+func TestRequestAndBatchBudgets(t *testing.T) {
+	img := testimg.JPEG(64, 48, 1) // 3072 pixels
+	m := mustLoad(t, imagenetDir(t), withParams(t, goodConfig, map[string]string{
+		"workers": "2", "max_request_pixels": "7000", "max_batch_work": "1000000000000"}))
+	inst := mustInstance(t, m)
+	reqs := []Request{request("IMAGE", rawInput(img, img, img)), request("IMAGE", rawInput(img, img))}
+	resps := []*fakeResponse{newResponse(), newResponse()}
+	errs, _ := inst.Execute(reqs, asResponses(resps))
+	wantError(t, errs[0], CodeInvalidArg, "the request's images decode to more than 7000 pixels, the limit max_request_pixels")
+	if errs[1] != nil {
+		t.Fatalf("the request within its budget failed: %v", errs[1])
+	}
+	// The next batch starts afresh.
+	if errs, _ := inst.Execute(reqs[1:], asResponses(resps[1:])); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+
+	// The batch's work: each image's estimate is drawn on it too.
+	m = mustLoad(t, imagenetDir(t), withParams(t, goodConfig, map[string]string{"workers": "1", "max_batch_work": "20000"}))
+	inst = mustInstance(t, m)
+	reqs = []Request{request("IMAGE", rawInput(img)), request("IMAGE", rawInput(img))}
+	errs, _ = inst.Execute(reqs, asResponses(resps))
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("want exactly one request over the batch's work (each image needs about 12,000 units): %v", errs)
+	}
+	for _, err := range errs {
+		if err != nil {
+			wantError(t, err, CodeInvalidArg, "the batch's images need more than 20000 units of decode work, the limit max_batch_work")
+		}
+	}
+}

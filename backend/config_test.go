@@ -221,7 +221,8 @@ func TestParameters(t *testing.T) {
 		})
 	}
 	m := mustLoad(t, dir, with(map[string]string{"workers": " 3 ", "max_image_pixels": "1000000", "max_image_bytes": "65536"}))
-	if want := (Params{Workers: 3, Limits: ops.WithPixels(ops.Limits{MaxBytes: 65536}, 1000000), HWShare: -1, MaxBatchBytes: 2 << 30}); m.Params != want {
+	if want := (Params{Workers: 3, Limits: ops.WithPixels(ops.Limits{MaxBytes: 65536}, 1000000), HWShare: -1, MaxBatchBytes: 2 << 30,
+		RequestQuota: ops.DefaultRequestQuota, BatchQuota: ops.DefaultBatchQuota}); m.Params != want {
 		t.Errorf("params %+v, want %+v", m.Params, want)
 	}
 	m = mustLoad(t, dir, with(map[string]string{"max_batch_bytes": "4294967296"}))
@@ -238,7 +239,7 @@ func TestParameters(t *testing.T) {
 	}
 
 	_, err := load(t, dir, with(map[string]string{"max_image_pixel": "10"}), false)
-	wantError(t, err, CodeInvalidArg, `unknown parameter "max_image_pixel"`, "pipeline, workers, max_image_pixels, max_image_work, max_image_memory, max_image_bytes, max_batch_bytes")
+	wantError(t, err, CodeInvalidArg, `unknown parameter "max_image_pixel"`, "pipeline, workers, max_image_pixels, max_image_work, max_image_memory, max_image_bytes, max_request_pixels, max_request_work, max_batch_pixels, max_batch_work, max_batch_bytes")
 
 	for _, c := range []struct{ name, value string }{
 		{"workers", "abc"}, {"workers", "0"}, {"workers", "100000"}, {"workers", ""},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/reclaim"
+	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -32,6 +33,11 @@ type Instance struct {
 	marks  marker
 	reqs   []reqState
 	sample []error // per sample of the batch, from the executor
+	// What each request's images may decode together (budgets[i] for
+	// request i), chained to the batch's; sampleBudget[s] is sample s's.
+	budgets      []ops.Budget
+	batchBudget  ops.Budget
+	sampleBudget []*ops.Budget
 	errs   []error // per request, returned by Execute
 	counts counters
 
@@ -213,7 +219,7 @@ func (inst *Instance) run(n int, resps []Response) bool {
 	inst.sample = zeroed(inst.sample, n)
 	err := inst.placeAll(n, resps)
 	if err == nil {
-		err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample)
+		err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample, inst.drawBudgets(n))
 	}
 	if err == nil {
 		return true
@@ -226,6 +232,29 @@ func (inst *Instance) run(n int, resps []Response) bool {
 		}
 	}
 	return false
+}
+
+// drawBudgets gives the samples of each request still standing one
+// budget, chained to the batch's.
+func (inst *Instance) drawBudgets(n int) []*ops.Budget {
+	p := &inst.model.Params
+	inst.batchBudget.Reset("batch", p.BatchQuota, nil)
+	if len(inst.budgets) < len(inst.reqs) {
+		inst.budgets = make([]ops.Budget, len(inst.reqs))
+	}
+	inst.sampleBudget = zeroed(inst.sampleBudget, n)
+	for i := range inst.reqs {
+		r := &inst.reqs[i]
+		if r.failed {
+			continue
+		}
+		b := &inst.budgets[i]
+		b.Reset("request", p.RequestQuota, &inst.batchBudget)
+		for s := r.start; s < r.start+r.n; s++ {
+			inst.sampleBudget[s] = b
+		}
+	}
+	return inst.sampleBudget
 }
 
 // placeAll places the outputs of every request still standing. One whose

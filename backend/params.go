@@ -22,6 +22,9 @@ type Params struct {
 	Workers int
 	// Limits bound each image, checked before anything is allocated.
 	Limits ops.Limits
+	// RequestQuota bounds what one request's images decode together,
+	// BatchQuota what one batch's do (max_request_*, max_batch_*).
+	RequestQuota, BatchQuota ops.Quota
 	// GPUMemory caps the device memory a KIND_GPU instance allocates for
 	// its batches; 0 means the executor's default (a sixteenth of the
 	// GPU's memory, at least 1 GiB).
@@ -54,6 +57,10 @@ const (
 	ParamMaxImagePixels = "max_image_pixels"
 	ParamMaxImageWork   = "max_image_work"
 	ParamMaxImageMemory = "max_image_memory"
+	ParamMaxReqPixels   = "max_request_pixels"
+	ParamMaxReqWork     = "max_request_work"
+	ParamMaxBatchPixels = "max_batch_pixels"
+	ParamMaxBatchWork   = "max_batch_work"
 	ParamMaxImageBytes  = "max_image_bytes"
 	ParamGPUMemory      = "gpu_memory_bytes"
 	ParamHWShare        = "gpu_hardware_decode_share"
@@ -67,7 +74,8 @@ const (
 	ImageErrorsMark = "mark"
 )
 
-var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageWork, ParamMaxImageMemory, ParamMaxImageBytes, ParamMaxBatchBytes,
+var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageWork, ParamMaxImageMemory, ParamMaxImageBytes,
+	ParamMaxReqPixels, ParamMaxReqWork, ParamMaxBatchPixels, ParamMaxBatchWork, ParamMaxBatchBytes,
 	ParamGPUMemory, ParamHWShare, ParamImageErrors}
 
 // maxWorkers bounds the workers parameter: each worker holds its own
@@ -79,7 +87,8 @@ const maxWorkers = 1024
 // than being ignored: a misspelt "max_image_pixel" must not silently leave
 // the default limit in place.
 func parseParams(p map[string]string) (Params, error) {
-	out := Params{Workers: runtime.GOMAXPROCS(0), Limits: ops.DefaultLimits, HWShare: -1, MaxBatchBytes: DefaultMaxBatchBytes}
+	out := Params{Workers: runtime.GOMAXPROCS(0), Limits: ops.DefaultLimits, HWShare: -1, MaxBatchBytes: DefaultMaxBatchBytes,
+		RequestQuota: ops.DefaultRequestQuota, BatchQuota: ops.DefaultBatchQuota}
 	names := make([]string, 0, len(p))
 	for k := range p {
 		names = append(names, k)
@@ -104,6 +113,14 @@ func parseParams(p map[string]string) (Params, error) {
 			work, err = intParam(k, v, 0)
 		case ParamMaxImageMemory:
 			memory, err = intParam(k, v, 0)
+		case ParamMaxReqPixels:
+			err = int64Param(k, v, &out.RequestQuota.MaxPixels)
+		case ParamMaxReqWork:
+			err = int64Param(k, v, &out.RequestQuota.MaxWork)
+		case ParamMaxBatchPixels:
+			err = int64Param(k, v, &out.BatchQuota.MaxPixels)
+		case ParamMaxBatchWork:
+			err = int64Param(k, v, &out.BatchQuota.MaxWork)
 		case ParamMaxImageBytes:
 			out.Limits.MaxBytes, err = intParam(k, v, 0)
 		case ParamMaxBatchBytes:
@@ -165,4 +182,13 @@ func shareParam(name, v string) (float64, error) {
 		return 0, fmt.Errorf("parameter %q: %q is not a number from 0 to 1", name, v)
 	}
 	return f, nil
+}
+
+// int64Param reads a positive integer into *dst.
+func int64Param(name, v string, dst *int64) error {
+	n, err := intParam(name, v, 0)
+	if err == nil {
+		*dst = int64(n)
+	}
+	return err
 }

@@ -25,7 +25,10 @@ type Executor interface {
 	// no earlier request's bytes may show through). The error return is
 	// for a malformed call (counts, sizes, a destination the executor
 	// cannot write) or a failure of the executor itself, not of a sample.
-	RunInto(in [][][]byte, dst [][]Dest, errs []error) error
+	// budgets[s], when budgets is not nil, is what sample s's image draws
+	// on as its header is read (the samples of one request share one; a
+	// nil entry: none): an image over it fails.
+	RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) error
 	// Steps are the parts of the work Stats times, in order.
 	Steps() []Step
 	// Stats fills st with the counters since the executor was made,
@@ -59,9 +62,9 @@ type Step struct {
 
 // CheckCall checks a RunInto call's shape for an executor of prog whose
 // outputs take sampleBytes[o] bytes a sample: n destinations per output,
-// host ones of exactly that size (device ones only where device), and n
-// error slots.
-func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []error, n int, device bool) error {
+// host ones of exactly that size (device ones only where device), n error
+// slots, and none or n budgets.
+func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []error, budgets []*ops.Budget, n int, device bool) error {
 	if len(dst) != len(sampleBytes) {
 		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(sampleBytes))
 	}
@@ -83,6 +86,9 @@ func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []
 	}
 	if len(errs) != n {
 		return fmt.Errorf("room for %d sample errors, the batch has %d samples", len(errs), n)
+	}
+	if budgets != nil && len(budgets) != n {
+		return fmt.Errorf("%d budgets for %d samples", len(budgets), n)
 	}
 	return nil
 }
@@ -246,7 +252,7 @@ func Run(x Executor, in [][][]byte, r *Result) error {
 	}
 	r.Errs = grow(r.Errs, n)
 	clear(r.Errs)
-	return x.RunInto(in, r.dst, r.Errs)
+	return x.RunInto(in, r.dst, r.Errs, nil)
 }
 
 // grow returns s with length n, reusing its array when large enough.

@@ -143,12 +143,12 @@ func (e *CPU) batchSize(in [][][]byte) (int, error) {
 }
 
 // RunInto is Executor's: it writes host destinations only.
-func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error) error {
+func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
 	n, err := e.batchSize(in)
 	if err != nil {
 		return err
 	}
-	if err := CheckCall(e.prog, e.sampleBytes, dst, errs, n, false); err != nil {
+	if err := CheckCall(e.prog, e.sampleBytes, dst, errs, budgets, n, false); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -160,7 +160,7 @@ func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error) error {
 	default:
 		b = new(batch)
 	}
-	b.in, b.dst, b.errs, b.n = in, dst, errs, n
+	b.in, b.dst, b.errs, b.budgets, b.n = in, dst, errs, budgets, n
 	b.next.Store(0)
 	k := min(n, len(e.workers))
 	b.wg.Add(k)
@@ -168,7 +168,7 @@ func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error) error {
 		e.jobs <- b
 	}
 	b.wg.Wait()
-	b.in, b.dst, b.errs = nil, nil, nil // do not keep the caller's buffers alive
+	b.in, b.dst, b.errs, b.budgets = nil, nil, nil, nil // do not keep the caller's buffers alive
 	select {
 	case e.free <- b:
 	default:
@@ -198,10 +198,11 @@ func (e *CPU) Warm(in [][][]byte) ([]error, error) {
 
 // batch is one RunInto call shared by the workers that take part in it.
 type batch struct {
-	in   [][][]byte
-	dst  [][]Dest
-	errs []error
-	n    int
+	in      [][][]byte
+	dst     [][]Dest
+	errs    []error
+	budgets []*ops.Budget // nil, or one per sample
+	n       int
 	next atomic.Int64
 	wg   sync.WaitGroup
 }
@@ -244,6 +245,13 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 	}
 	for o, out := range e.prog.Outputs {
 		w.bind(out.Ref, b.dst[o][s].Host)
+	}
+	var budget *ops.Budget
+	if b.budgets != nil {
+		budget = b.budgets[s]
+	}
+	for i := range w.ctx {
+		w.ctx[i].Budget = budget
 	}
 	t0 := time.Now()
 	for i := range e.steps {

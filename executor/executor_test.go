@@ -268,7 +268,7 @@ func TestConcurrentRunInto(t *testing.T) {
 			outs := [][]byte{make([]byte, len(imgs)*e.SampleBytes(0)), make([]byte, len(imgs)*e.SampleBytes(1))}
 			errs := make([]error, len(imgs))
 			for range 10 {
-				if err := e.RunInto([][][]byte{imgs}, hostDests(e, outs), errs); err != nil {
+				if err := e.RunInto([][][]byte{imgs}, hostDests(e, outs), errs, nil); err != nil {
 					t.Error(err)
 					return
 				}
@@ -293,15 +293,15 @@ func TestMalformedCalls(t *testing.T) {
 	if _, err := e.Run([][][]byte{{img}, {img}}); err == nil {
 		t.Error("two inputs accepted by a one-input pipeline")
 	}
-	if err := e.RunInto([][][]byte{{img}}, [][]Dest{{{Host: make([]byte, 5)}}, {{Host: make([]byte, e.SampleBytes(1))}}}, make([]error, 1)); err == nil {
+	if err := e.RunInto([][][]byte{{img}}, [][]Dest{{{Host: make([]byte, 5)}}, {{Host: make([]byte, e.SampleBytes(1))}}}, make([]error, 1), nil); err == nil {
 		t.Error("short output buffer accepted")
 	}
-	if err := e.RunInto([][][]byte{{img}}, hostDests(e, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))}), nil); err == nil {
+	if err := e.RunInto([][][]byte{{img}}, hostDests(e, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))}), nil, nil); err == nil {
 		t.Error("missing error slots accepted")
 	}
 	dev := hostDests(e, [][]byte{make([]byte, e.SampleBytes(0)), make([]byte, e.SampleBytes(1))})
 	dev[0][0] = Dest{Dev: 0x1000}
-	if err := e.RunInto([][][]byte{{img}}, dev, make([]error, 1)); err == nil || !strings.Contains(err.Error(), "device destination") {
+	if err := e.RunInto([][][]byte{{img}}, dev, make([]error, 1), nil); err == nil || !strings.Contains(err.Error(), "device destination") {
 		t.Errorf("device destination: %v", err)
 	}
 	r, err := e.Run([][][]byte{{}})

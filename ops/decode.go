@@ -107,8 +107,9 @@ func (o *decodeOp) NewState() (State, error) {
 func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	var lim Limits
 	var st *decodeState
+	var budget *Budget
 	if c != nil {
-		lim = c.Limits
+		lim, budget = c.Limits, c.Budget
 		st, _ = c.State.(*decodeState)
 	}
 	if st == nil {
@@ -120,7 +121,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if in[0].DType != Uint8 {
 		return Errorf(BadInput, "encoded input is %v, not UINT8 bytes", in[0].DType)
 	}
-	h, err := DecodeHeader(st.dec, src, lim)
+	h, err := DecodeHeader(st.dec, src, lim, budget)
 	if err != nil {
 		return err
 	}
@@ -179,15 +180,21 @@ func orientationIf(on bool, o int) int {
 }
 
 // DecodeHeader reads one encoded image's header with decode's checks and
-// messages (byte limit, format, pixel limit). The GPU executor, which
-// decodes elsewhere, checks its images with it too.
-func DecodeHeader(dec *codec.Decoder, src []byte, lim Limits) (codec.Header, error) {
+// messages (byte limit, format, pixel, work and memory limits), and draws
+// the image on budget (when not nil). The GPU executor, which decodes
+// elsewhere, checks its images with it too.
+func DecodeHeader(dec *codec.Decoder, src []byte, lim Limits, budget *Budget) (codec.Header, error) {
 	if lim.MaxBytes > 0 && len(src) > lim.MaxBytes {
 		return codec.Header{}, Errorf(TooLarge, "encoded image is %d bytes, over the limit of %d", len(src), lim.MaxBytes)
 	}
 	h, err := dec.Header(src, lim.Codec())
 	if err != nil {
 		return h, DecodeError(err)
+	}
+	if budget != nil {
+		if err := budget.Take(int64(h.Pixels()), h.Work); err != nil {
+			return h, err
+		}
 	}
 	return h, nil
 }

@@ -92,6 +92,9 @@ func (l Limits) Codec() codec.Limits {
 type Ctx struct {
 	State  State
 	Limits Limits
+	// Budget is what the sample's request may still decode (nil: no
+	// limit beyond Limits); decode draws on it.
+	Budget *Budget
 }
 
 // Cause classifies why a sample failed, so that callers (error responses,

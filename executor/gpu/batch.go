@@ -34,17 +34,18 @@ type sample struct {
 }
 
 type batch struct {
-	in   [][]byte
-	dst  [][]Dest
-	errs []error
+	in      [][]byte
+	dst     [][]Dest
+	errs    []error
+	budgets []*ops.Budget // nil, or one per sample
 }
 
-func (e *Executor) newBatch(in [][]byte, dst [][]Dest, errs []error) *batch {
+func (e *Executor) newBatch(in [][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) *batch {
 	if cap(e.samples) < len(in) {
 		e.samples = make([]sample, len(in))
 	}
 	e.samples = e.samples[:len(in)]
-	return &batch{in: in, dst: dst, errs: errs}
+	return &batch{in: in, dst: dst, errs: errs, budgets: budgets}
 }
 
 // fail records sample s's error at node.
@@ -65,7 +66,11 @@ func (e *Executor) parse(b *batch) {
 			e.fail(b, s, e.decNm, errNoContext)
 			return
 		}
-		hdr, err := ops.DecodeHeader(w.dec, smp.src, e.opt.Limits)
+		var budget *ops.Budget
+		if b.budgets != nil {
+			budget = b.budgets[s]
+		}
+		hdr, err := ops.DecodeHeader(w.dec, smp.src, e.opt.Limits, budget)
 		if err != nil {
 			e.fail(b, s, e.decNm, err)
 			return

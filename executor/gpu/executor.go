@@ -342,7 +342,7 @@ func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
 // RunInto is executor.Executor's: the kernel writes destinations on this
 // GPU in place, and host ones and other GPUs' through a staging copy. A
 // failed sample's destinations are zeroed.
-func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error) {
+func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -352,7 +352,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 		return fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
 	}
 	n := len(in[0])
-	if err := executor.CheckCall(e.prog, e.sampleBytes, dst, errs, n, true); err != nil {
+	if err := executor.CheckCall(e.prog, e.sampleBytes, dst, errs, budgets, n, true); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -368,7 +368,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error) (err error
 			err = fmt.Errorf("internal error in the GPU executor: %v\n%s", p, debug.Stack())
 		}
 	}()
-	b := e.newBatch(in[0], dst, errs)
+	b := e.newBatch(in[0], dst, errs, budgets)
 	if sb := e.chain.sideN; sb > 0 {
 		if err := e.growPinned(&e.side, n*sb); err != nil {
 			return err
@@ -452,7 +452,7 @@ func (e *Executor) RunOnDevice(in [][][]byte) ([]error, error) {
 		}
 	}
 	errs := make([]error, n)
-	return errs, e.RunInto(in, dst, errs)
+	return errs, e.RunInto(in, dst, errs, nil)
 }
 
 // growDeviceOut sizes the RunOnDevice buffers for n samples.

@@ -667,7 +667,7 @@ func TestGPUDestinations(t *testing.T) {
 		}
 	}
 	errs := make([]error, n)
-	if err := g.RunInto([][][]byte{imgs}, dst, errs); err != nil {
+	if err := g.RunInto([][][]byte{imgs}, dst, errs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.SetCurrent(); err != nil {

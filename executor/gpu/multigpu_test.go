@@ -74,7 +74,7 @@ func TestGPUCrossDevice(t *testing.T) {
 	var before, after executor.Stats
 	g.Stats(&before)
 	errs := make([]error, n)
-	if err := g.RunInto([][][]byte{imgs}, dst, errs); err != nil {
+	if err := g.RunInto([][][]byte{imgs}, dst, errs, nil); err != nil {
 		t.Fatal(err)
 	}
 	g.Stats(&after)
