@@ -38,8 +38,8 @@ type Instance struct {
 	budgets      []ops.Budget
 	batchBudget  ops.Budget
 	sampleBudget []*ops.Budget
-	errs   []error // per request, returned by Execute
-	counts counters
+	errs         []error // per request, returned by Execute
+	counts       counters
 
 	// The scratch buffers go after idleRelease without an Execute.
 	idle     *time.Timer

@@ -203,8 +203,8 @@ type batch struct {
 	errs    []error
 	budgets []*ops.Budget // nil, or one per sample
 	n       int
-	next atomic.Int64
-	wg   sync.WaitGroup
+	next    atomic.Int64
+	wg      sync.WaitGroup
 }
 
 func (e *CPU) serve(w *worker) {

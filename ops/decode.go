@@ -137,7 +137,10 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 		fh, fw := h.OrientedSize(o.orient)
 		out[0].Full = [2]int{fh, fw} // after Reshape, which clears it
 	}
-	if err := st.dec.Decode(dst, src, h, opt); err != nil {
+	err = st.dec.Decode(dst, src, h, opt)
+	// What the C decoder allocated is freed by now, into glibc's arenas.
+	reclaim.ReleasedC(h.Memory)
+	if err != nil {
 		return DecodeError(err)
 	}
 	return nil

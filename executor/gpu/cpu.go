@@ -118,7 +118,9 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 			return err
 		}
 	}
-	if err := w.dec.Decode(w.pinned[:n], smp.src, hdr, opt); err != nil {
+	err = w.dec.Decode(w.pinned[:n], smp.src, hdr, opt)
+	reclaim.ReleasedC(hdr.Memory) // what the C decoder freed, into glibc's arenas
+	if err != nil {
 		return ops.DecodeError(err)
 	}
 	if err := cuda.MemcpyHtoDAsync(base+cuda.DevicePtr(smp.off), w.pinned[:n], w.stream); err != nil {

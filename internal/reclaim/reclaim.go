@@ -6,7 +6,8 @@
 // (measured: 3.5 minutes after a model's unload). Whoever drops a large
 // buffer calls Released; once enough has been dropped and the drops have
 // paused, one debug.FreeOSMemory (a full collection, then every free page
-// back to the OS) runs, at most once per interval.
+// back to the OS) runs, at most once per interval, and so does
+// malloc_trim, for what C libraries freed.
 package reclaim
 
 import (
@@ -59,15 +60,30 @@ func (r *Reclaimer) run() {
 }
 
 // The process's reclaimer. A forced collection costs a few milliseconds
-// of CPU per hundred megabytes of live heap; one every 10 s at most is
-// noise, and the memory is back within about 11 s of the last release.
+// of CPU per hundred megabytes of live heap, malloc_trim about as much;
+// one every 10 s at most is noise, and the memory is back within about
+// 11 s of the last release.
 var std = &Reclaimer{
 	MinBytes: 32 << 20,
 	Quiet:    time.Second,
 	Interval: 10 * time.Second,
-	Free:     debug.FreeOSMemory,
+	Free:     freeAll,
 }
 
-// Released records that n bytes of buffers were dropped, for the
-// process's reclaimer.
+func freeAll() {
+	debug.FreeOSMemory()
+	trimC()
+}
+
+// Released records that n bytes of buffers were dropped, Go's or a C
+// library's (freed by it after a decode), for the process's reclaimer.
 func Released(n int) { std.Released(n) }
+
+// ReleasedC records the memory a C decoder used for one image and has
+// freed (Header.Memory's estimate); small images are not counted, so the
+// common case takes no lock.
+func ReleasedC(n int64) {
+	if n >= 1<<20 {
+		std.Released(int(n))
+	}
+}
