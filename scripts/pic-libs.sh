@@ -231,7 +231,10 @@ fetch() {
       echo "$v"
       return 0
     fi
-    why=$(grep -m1 -oE '[0-9]{3} +Not Found|Unable to find a source package.*|Can not find version.*' "$3.log" || true)
+    # The cause: a 404, a version not listed, else apt's first error (a file:
+    # repository's "File not found", a name that does not resolve, ...).
+    why=$(grep -m1 -oE '[0-9]{3} +Not Found|Unable to find a source package.*|Can not find version.*' "$3.log" ||
+      sed -n '/^E: /{s/^E: //;s/^Failed to fetch [^ ]* *//;p;q}' "$3.log" || true)
     log "$1 $v: apt-get source failed${why:+: $why}"
     tried+=("$v${why:+ ($why)}")
   done < <(source_versions "$1" "$2")
