@@ -1,5 +1,5 @@
 # Sluice build and test entry points. `make test` and `make run` set up
-# everything they need on a fresh Debian/Ubuntu machine (as root for apt).
+# everything they need on a fresh Debian 12 machine (as root for apt).
 #
 #   make run       Triton serving model_repository/ with the Sluice backend, in
 #                  the foreground (Ctrl-C stops it); HTTP_PORT, GRPC_PORT,
@@ -23,7 +23,8 @@ export SLUICE_CORPUS ?= $(CORPUS)
 all: build
 
 # System packages: the -dev packages of the image libraries whose Debian
-# source, at the installed version, scripts/pic-libs.sh builds (statically
+# source (the installed version's, or the newest the archive serves),
+# scripts/pic-libs.sh builds (statically
 # linked into every binary, so none is needed at run time), and its build
 # tools.
 PIC_DEPS := libturbojpeg0-dev zlib1g-dev libwebp-dev libtiff-dev libopenjp2-7-dev libdav1d-dev \
