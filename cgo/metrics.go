@@ -55,8 +55,9 @@ import (
 //	                                 (the GPU's JPEG engines), hybrid (nvJPEG
 //	                                 on the SMs), cpu_huffman (nvJPEG's
 //	                                 decoupled decoder: Huffman on a CPU
-//	                                 worker), cpu (libjpeg-turbo, then
-//	                                 uploaded)
+//	                                 worker), gpu_huffman (its GPU-Huffman
+//	                                 state, large images), cpu
+//	                                 (libjpeg-turbo, then uploaded)
 //	sluice_gpu_phase_duration_seconds_total  cumulative seconds of the batch
 //	                                 phases, label phase: parse (headers,
 //	                                 routing), decode, kernel

@@ -140,8 +140,9 @@ type Options struct {
 	// alone needs more fails.
 	MemoryCap int64
 	// HWShare is the share of hardware-decodable JPEGs sent to the GPU's
-	// JPEG engines, the rest going to nvJPEG's hybrid decoder; negative
-	// means the executor's default.
+	// JPEG engines, the rest going to nvJPEG's decoupled decoder on the
+	// CPU workers; negative means the executor's default, a share that
+	// adapts so that both finish together.
 	HWShare float64
 }
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/executor"
-	"github.com/sluice-dev/sluice/executor/gpu" // registers the GPU executor
+	_ "github.com/sluice-dev/sluice/executor/gpu" // registers the GPU executor
 	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
@@ -39,7 +39,7 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
 		gpus:      addDeviceList(fs, "gpu", "run on this GPU (device ordinal) instead of the CPU; bench takes a list, 0,1: its instances on each"),
 		gpuMem:    fs.Int64("gpu-mem", 0, "with --gpu: device memory cap for a batch, in bytes (0: a sixteenth of the GPU's memory, at least 1 GiB)"),
-		hwShare:   fs.Float64("hw-share", gpu.DefaultHWShare, "with --gpu: share of JPEGs sent to the hardware JPEG engines"),
+		hwShare:   fs.Float64("hw-share", -1, "with --gpu: share of JPEGs sent to the hardware JPEG engines (negative: adaptive)"),
 	}
 }
 

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -103,48 +102,6 @@ func (e *Executor) parse(b *batch) {
 // executor's CUDA context current.
 var errNoContext = ops.Errorf(ops.BadInput, "no CUDA context on this thread")
 
-// route picks the decoder for a sample whose header was read: nvJPEG's
-// batched decoders for Huffman-coded sequential JPEGs and its decoupled one
-// for progressive JPEGs, where the chroma layout is one libjpeg's
-// upsampling (which the conversion kernel follows) covers; the CPU for the
-// rest. Every
-// path writes interleaved RGB, but for a PNG's alpha when the pipeline
-// keeps it and for greyscale JPEGs, whose luma plane is the image.
-func (e *Executor) route(w *cpuWorker, smp *sample) {
-	smp.path, smp.c = PathCPU, 3
-	var path Path
-	switch cs := smp.hdr.ColorSpace(); {
-	case smp.hdr.Format != "JPEG":
-		smp.c = e.chain.srcC
-		return
-	case cs != codec.SpaceYCbCr && cs != codec.SpaceGray:
-		// nvJPEG reads three components as YCbCr: an RGB-coded JPEG
-		// (Adobe transform 0) would come out in wrong colours.
-		return
-	case smp.hdr.HuffmanSequential():
-		path = PathHybrid
-	case smp.hdr.HuffmanProgressive() && w.huff != nil:
-		path = PathCPUHuffman
-	default:
-		return
-	}
-	info, err := e.svc.hy.h.ImageInfo(smp.src)
-	if err != nil {
-		return
-	}
-	switch info.Subsampling {
-	case nvjpeg.CSSGray:
-		smp.c = 1
-	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
-		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
-		// with driver 580): only colour goes to the engines.
-		smp.hw = path == PathHybrid && e.hw != nil && w.hw.supported(smp.src)
-	default:
-		return
-	}
-	smp.path, smp.sub = path, info.Subsampling
-}
-
 // sideBlock is where sample s's side outputs bound for device memory
 // wait in pinned memory.
 func (e *Executor) sideBlock(s int) []byte {
@@ -243,8 +200,20 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			hyList = append(hyList, s)
 		}
 	}
-	if k := e.hwCount(len(hwList)); k < len(hwList) {
-		hyList = append(hyList, hwList[k:]...)
+	cores := 1
+	if e.hw != nil {
+		cores = e.hw.cores
+	}
+	if k := e.split.count(len(hwList), cores); k < len(hwList) {
+		// The rest take the route they were given: decoupled on the CPU
+		// workers, or the batched hybrid decoder without it.
+		for _, s := range hwList[k:] {
+			if e.samples[s].path == PathCPUHuffman {
+				cpuList = append(cpuList, s)
+			} else {
+				hyList = append(hyList, s)
+			}
+		}
 		hwList = hwList[:k]
 	}
 	for _, s := range hwList {
@@ -255,6 +224,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var retry []int
+	var hwTook time.Duration
 	for _, job := range []struct {
 		p    *jpegPath
 		list []int
@@ -265,7 +235,11 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.decodeOn(job.p, job.list); err != nil {
+			err := e.decodeOn(job.p, job.list)
+			if job.p == e.hw {
+				hwTook = time.Since(t0)
+			}
+			if err != nil {
 				mu.Lock()
 				retry = append(retry, job.list...)
 				mu.Unlock()
@@ -274,11 +248,16 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		}()
 	}
 	e.decodeCPU(b, cpuList)
+	var cpuTook time.Duration
+	if len(cpuList) > 0 {
+		cpuTook = time.Since(t0)
+	}
 	wg.Wait()
+	e.split.observe(hwTook, cpuTook)
 	// A JPEG has no alpha: its CPU retry fits its slot (RGB, or the
 	// luma plane of a greyscale JPEG).
 	for _, s := range retry {
-		e.samples[s].path = PathCPU
+		e.samples[s].path = retryPath(e.samples[s].path)
 	}
 	e.decodeCPU(b, retry)
 	for s := start; s < end; s++ {
@@ -289,19 +268,6 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	t1 := time.Now()
 	e.nanos[1].Add(int64(t1.Sub(t0)))
 	return e.launch(b, start, end, t1)
-}
-
-// hwCount is how many of n hardware-decodable images go to the engines:
-// the HWShare, rounded up to whole rounds of the engines' cores.
-func (e *Executor) hwCount(n int) int {
-	if n == 0 {
-		return 0
-	}
-	k := int(math.Round(e.opt.HWShare * float64(n)))
-	if c := e.hw.cores; k > 0 && c > 1 && k%c != 0 {
-		k += c - k%c
-	}
-	return min(k, n)
 }
 
 // decodeOn runs one nvJPEG path's share on its lanes.
@@ -333,7 +299,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 				}
 				e.noteRetry(1, err)
 			}
-			smp.path = PathCPU
+			smp.path = retryPath(smp.path)
 		}
 		if err := w.decode(smp, e.chain.color, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)

@@ -1,13 +1,18 @@
-// Package gpu runs a compiled pipeline over batches on an NVIDIA GPU: each
-// JPEG goes to the decoder that takes it best (the GPU's hardware JPEG
-// engines, nvJPEG's GPU hybrid decoder, or libjpeg-turbo on CPU threads
-// for progressive, CMYK, arithmetic-coded JPEGs, PNG and whatever nvJPEG
-// rejects), all paths at once; then one fused kernel launch does every
-// operator after decode for the whole batch, writing each sample's output
-// straight to where it goes (device memory of the next model, or host
-// memory). Results and per-sample errors are those of the CPU executor,
-// within the rounding of nvJPEG's IDCT. It registers itself as
-// executor.KindGPU: importing this package makes executor.Open run it.
+// Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
+// JPEG goes where route.go decides: colour baseline JPEGs to the GPU's
+// hardware JPEG engines and, at the same time, to nvJPEG's decoupled
+// decoder on the CPU workers (Huffman decoding on the worker's thread, the
+// rest on the GPU), in a split that keeps both finishing together;
+// greyscale and progressive JPEGs to the decoupled decoder (large ones with
+// its Huffman decoding on the GPU); CMYK, arithmetic-coded JPEGs, the other
+// formats and whatever nvJPEG rejects to libjpeg-turbo or the format's
+// decoder on the CPU workers, uploaded. All paths run at once; then one
+// fused kernel launch does every operator after decode for the whole
+// batch, writing each sample's output straight to where it goes (device
+// memory of the next model, or host memory). Results and per-sample errors
+// are those of the CPU executor, within the rounding of nvJPEG's IDCT. It
+// registers itself as executor.KindGPU: importing this package makes
+// executor.Open run it.
 package gpu
 
 import (
@@ -48,28 +53,8 @@ const MinDefaultMemoryCap = 1 << 30
 // burst of large photos does not hold gigabytes for the life of the model.
 const ArenaKeep = 512 << 20
 
-// DefaultHWShare is executor.Options.HWShare's default here: the share of
-// JPEGs sent to the hardware engines when the GPU has them. Measured on an
-// H200 (docs/perf.md): with one instance per GPU, Triton's default, the
-// engines doubled the hybrid decoder's throughput; with four, the hybrid
-// decoder was 15% ahead.
-const DefaultHWShare = 1.0
-
 // Dest is executor.Dest, under the short name the batch code uses.
 type Dest = executor.Dest
-
-// Path names a decoder path, for statistics.
-type Path int
-
-const (
-	PathHardware   Path = iota // nvJPEG's hardware engines
-	PathHybrid                 // nvJPEG's GPU hybrid decoder: Huffman on the GPU
-	PathCPU                    // libjpeg-turbo or the PNG decoder, uploaded
-	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU thread, the rest on the GPU
-	numPaths
-)
-
-func (p Path) String() string { return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman"}[p] }
 
 // phases are the phases of a batch, timed in Executor.nanos: header
 // parsing and routing (host), decoding on every path (host clock, until the
@@ -112,6 +97,7 @@ type Executor struct {
 	mu      sync.Mutex
 	closed  bool
 	samples []sample
+	split   splitter // the engines' share of a part's JPEGs (route.go)
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.
@@ -138,11 +124,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
 	}
-	if opt.HWShare < 0 {
-		opt.HWShare = DefaultHWShare
-	}
-	opt.HWShare = min(opt.HWShare, 1)
-	e = &Executor{prog: prog, chain: ch, opt: opt, decNm: prog.Nodes[0].Name}
+	e = &Executor{prog: prog, chain: ch, opt: opt, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare)}
 	e.steps = append(e.steps, executor.NewStep(e.decNm))
 	if rest := prog.Nodes[1:]; len(rest) > 0 {
 		names := make([]string, len(rest))
@@ -200,7 +182,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if e.svc, err = acquireService(opt.Device); err != nil {
 		return nil, err
 	}
-	if opt.HWShare > 0 {
+	if opt.HWShare != 0 { // negative: the adaptive share
 		e.hw = e.svc.hw
 	}
 	for range opt.Workers {

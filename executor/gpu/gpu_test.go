@@ -289,7 +289,7 @@ const (
 
 // TestGPUMatchesCPU runs every corpus image through the GPU and the CPU
 // executor for each pipeline case, with the hardware decoder taking all it
-// can and then none (hybrid only): the same samples fail with the same
+// can, then none (decoupled only), then the adaptive split: the same samples fail with the same
 // messages, every image is within the bounds above, and each image was
 // decoded where its header says it must be (routeOf): a run where nvJPEG
 // failed and everything fell back to the CPU compares the CPU with itself,
@@ -311,13 +311,15 @@ func TestGPUMatchesCPU(t *testing.T) {
 	}
 	hw := hardwareDecoder(t)
 	for _, dev := range devs {
-		for _, share := range []float64{1, 0} {
+		// The engines taking all they can, none (decoupled only), and
+		// the adaptive split; the last two for two cases only: the kernel
+		// is the same.
+		for _, share := range []float64{1, 0, -1} {
 			for _, c := range cases() {
-				// Hybrid-only runs for two cases: the kernel is the same.
-				if share == 0 && c.name != "imagenet/linear" && c.name != "letterbox/linear" {
+				if share != 1 && c.name != "imagenet/linear" && c.name != "letterbox/linear" {
 					continue
 				}
-				t.Run(fmt.Sprintf("gpu%d/%s/hw%.0f", dev, c.name, share), func(t *testing.T) {
+				t.Run(fmt.Sprintf("gpu%d/%s/hw%g", dev, c.name, share), func(t *testing.T) {
 					matchCPU(t, c, dev, share, hw, &tc)
 				})
 			}
@@ -415,15 +417,15 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 	var st executor.Stats
 	g.Stats(&st)
 	d := st.Decoded
-	t.Logf("%d images ok, %d failed alike; worst mean |diff| %.3f (%s), worst max %.2f; decoded hardware %d, hybrid %d, cpu %d, cpu_huffman %d",
-		ok, failed, worstMean, filepath.Base(worstFile), worstMax, d[PathHardware].N, d[PathHybrid].N, d[PathCPU].N, d[PathCPUHuffman].N)
+	t.Logf("%d images ok, %d failed alike; worst mean |diff| %.3f (%s), worst max %.2f; decoded %v",
+		ok, failed, worstMean, filepath.Base(worstFile), worstMax, d)
 	if ok == 0 {
 		t.Error("no image succeeded")
 	}
 	if broken > 0 && failed == 0 {
 		t.Errorf("none of the %d files under broken/ failed on both executors", broken)
 	}
-	want.check(t, d, hw && share > 0)
+	want.check(t, d, hw && share != 0)
 }
 
 // hardwareDecoder reports whether nvJPEG's hardware backend (the JPEG
@@ -467,20 +469,20 @@ func (p *pathCounts) add(file string, r route) {
 	}
 }
 
-// check compares the executor's decode counts with the routes: the CPU
-// decoded exactly the images that need it (no fallback of others), the
-// hardware engines took some when they are on and none when they are off,
-// and greyscale stayed off them.
+// check compares the executor's decode counts with the routes (route.go):
+// the CPU decoded exactly the images that need it (no fallback of
+// others); the hardware engines took some when they are on, none when
+// off, and no greyscale; with nvJPEG's decoupled decoder, it took every
+// progressive and greyscale JPEG and the colour ones the engines did not,
+// and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
-	hw, hy, cpu, huff := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathCPUHuffman].N)
+	hw, hy, cpu := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N)
+	dec := int(d[PathCPUHuffman].N + d[PathGPUHuffman].N)
 	total := p.nvjpeg + p.cpu + p.huffman + p.either
-	if hw+hy+cpu+huff != total {
-		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, cpu_huffman %d), the GPU executor returned %d",
-			hw+hy+cpu+huff, hw, hy, cpu, huff, total)
-	}
-	if huff != p.huffman {
-		t.Errorf("nvJPEG's decoupled decoder decoded %d images, %d progressive JPEGs go there", huff, p.huffman)
+	if hw+hy+cpu+dec != total {
+		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, decoupled %d), the GPU executor returned %d",
+			hw+hy+cpu+dec, hw, hy, cpu, dec, total)
 	}
 	if cpu < p.cpu || cpu > p.cpu+p.either {
 		t.Errorf("CPU decoded %d images; their headers send %d there (%d more may go): %s",
@@ -488,12 +490,24 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	}
 	switch {
 	case hwOn && hw == 0:
-		t.Errorf("the hardware decoder is on but decoded nothing (hybrid %d, cpu %d)", hy, cpu)
+		t.Errorf("the hardware decoder is on but decoded nothing (hybrid %d, decoupled %d, cpu %d)", hy, dec, cpu)
 	case !hwOn && hw != 0:
 		t.Errorf("the hardware decoder is off but decoded %d images", hw)
+	case hw > p.nvjpeg-p.gray+p.either:
+		t.Errorf("the hardware decoder took %d images; only %d colour baseline JPEGs may go there", hw, p.nvjpeg-p.gray)
 	}
-	if hy < p.gray {
-		t.Errorf("hybrid decoded %d images, fewer than the %d greyscale ones it must take", hy, p.gray)
+	if !nvjpeg.Decoupled() {
+		if dec != 0 || hy < p.gray {
+			t.Errorf("without the decoupled decoder: decoupled %d (want 0), hybrid %d (at least the %d greyscale)", dec, hy, p.gray)
+		}
+		return
+	}
+	if hy != 0 {
+		t.Errorf("the batched hybrid decoder took %d images; with the decoupled one it takes none", hy)
+	}
+	if lo, hi := p.huffman+p.nvjpeg-hw, p.huffman+p.nvjpeg-hw+p.either; dec < lo || dec > hi {
+		t.Errorf("the decoupled decoder took %d images; want %d to %d (every progressive and greyscale JPEG, and the %d colour ones the engines left)",
+			dec, lo, hi, p.nvjpeg-p.gray-hw)
 	}
 }
 

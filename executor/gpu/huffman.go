@@ -8,24 +8,16 @@ import (
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
-// huffman is nvJPEG's decoupled decoders for progressive JPEGs, which no
-// batched decoder takes: each CPU worker Huffman-decodes one image on its
-// own thread, and the GPU does the inverse DCT; libjpeg-turbo alone would
-// do both on the CPU. A large image's Huffman decoding on one thread would
-// hold its whole batch back (a 16-megapixel progressive JPEG takes about
-// 0.25 s), so images of more than gpuHuffmanPixels go to the GPU hybrid
-// decoupled decoder, which decodes Huffman codes on the GPU, where it
-// takes them.
+// huffman is nvJPEG's decoupled decoders: each CPU worker Huffman-decodes
+// one image on its own thread, and the GPU does the inverse DCT;
+// libjpeg-turbo alone would do both on the CPU. Large images go to the
+// GPU hybrid decoupled decoder, which decodes Huffman codes on the GPU
+// (huffmanPath).
 type huffman struct {
 	h      *nvjpeg.Handle
 	dec    *nvjpeg.Decoder
 	gpuDec *nvjpeg.Decoder // nil where nvJPEG lacks it
 }
-
-// gpuHuffmanPixels is where the GPU's Huffman decoding takes over (DALI's
-// hybrid_huffman_threshold default); SLUICE_GPU_HUFFMAN_PIXELS overrides it
-// for measurements.
-var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
 
 func newHuffman() (hf *huffman, err error) {
 	if !nvjpeg.Decoupled() {
@@ -105,21 +97,23 @@ func (s *huffState) close() {
 	s.conv.free()
 }
 
-// decodeHuffman decodes a progressive JPEG into its arena slot (through its
-// planes, as the batched decoders do) and waits. An error leaves the
-// sample to be decoded on the CPU.
+// decodeHuffman decodes a JPEG into its arena slot (through its planes, as
+// the batched decoders do) and waits, recording the state it took in
+// smp.path. An error leaves the sample to be decoded on the CPU.
 func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.Fused, gray bool) error {
 	s := w.huff
 	s.conv.reset()
 	img := s.conv.planes(smp, base, gray)
+	smp.path = huffmanPath(smp.w, smp.h, s.gpu != nil)
 	st := s.st
-	if s.gpu != nil && smp.w*smp.h > gpuHuffmanPixels {
+	if smp.path == PathGPUHuffman {
 		st = s.gpu
 	}
 	err := st.Decode(smp.src, &img, w.stream)
 	if err != nil && st == s.gpu {
 		// Not every stream suits the GPU's Huffman decoding: the CPU's
 		// then, on the other state.
+		smp.path = PathCPUHuffman
 		err = s.st.Decode(smp.src, &img, w.stream)
 	}
 	if err == nil {

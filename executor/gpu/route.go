@@ -1,0 +1,158 @@
+package gpu
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+)
+
+// Where a JPEG is decoded is decided here, and only here: route at parse
+// time from its header, split per batch part between the engines and the
+// CPU workers, and the fallbacks after a decoder failed on it.
+//
+//	colour baseline JPEG     engines (split's share) | decoupled on the CPU workers (the rest)
+//	greyscale baseline JPEG  decoupled (the engines get greyscale wrong)
+//	progressive JPEG         decoupled
+//	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
+//	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
+//	everything else, and whatever an nvJPEG path fails on   libjpeg-turbo / the format's decoder (PathCPU)
+//
+// Measured on an H200 (docs/perf.md): the engines alone top out near
+// 20k baseline photos a second, the batched GPU hybrid decoder runs
+// Huffman decoding on one thread, and the decoupled decoder on 16 CPU
+// workers adds several thousand a second beside the engines, so both
+// routes run at once and the split keeps them finishing together.
+
+// Path names a decoder path, for statistics.
+type Path int
+
+const (
+	PathHardware   Path = iota // nvJPEG's hardware engines
+	PathHybrid                 // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
+	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
+	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
+	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
+	numPaths
+)
+
+func (p Path) String() string {
+	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman"}[p]
+}
+
+// route picks the decoder for a sample whose header was read: nvJPEG for
+// Huffman-coded JPEGs whose chroma layout is one libjpeg's upsampling
+// (which the conversion kernel follows) covers; the CPU for the rest.
+// Every path writes interleaved RGB, but for a PNG's alpha when the
+// pipeline keeps it and for greyscale JPEGs, whose luma plane is the
+// image. smp.hw marks a colour baseline JPEG the engines may take; split
+// decides per part.
+func (e *Executor) route(w *cpuWorker, smp *sample) {
+	smp.path, smp.c = PathCPU, 3
+	decoupled := w.huff != nil
+	var path Path
+	switch cs := smp.hdr.ColorSpace(); {
+	case smp.hdr.Format != "JPEG":
+		smp.c = e.chain.srcC
+		return
+	case cs != codec.SpaceYCbCr && cs != codec.SpaceGray:
+		// nvJPEG reads three components as YCbCr: an RGB-coded JPEG
+		// (Adobe transform 0) would come out in wrong colours.
+		return
+	case smp.hdr.HuffmanSequential() && decoupled:
+		path = PathCPUHuffman
+	case smp.hdr.HuffmanSequential():
+		path = PathHybrid
+	case smp.hdr.HuffmanProgressive() && decoupled:
+		path = PathCPUHuffman
+	default:
+		return
+	}
+	info, err := e.svc.hy.h.ImageInfo(smp.src)
+	if err != nil {
+		return
+	}
+	switch info.Subsampling {
+	case nvjpeg.CSSGray:
+		smp.c = 1
+	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
+		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
+		// with driver 580): only colour goes to the engines.
+		smp.hw = smp.hdr.HuffmanSequential() && e.hw != nil && w.hw.supported(smp.src)
+	default:
+		return
+	}
+	smp.path, smp.sub = path, info.Subsampling
+}
+
+// huffmanPath is the decoupled state a sample of w*h pixels uses: one
+// large image's Huffman decoding on one thread would hold its whole batch
+// back (a 16-megapixel progressive JPEG takes about 0.25 s), so images over
+// gpuHuffmanPixels decode their Huffman codes on the GPU, where the
+// decoder has that state.
+func huffmanPath(w, h int, gpuState bool) Path {
+	if gpuState && w*h > gpuHuffmanPixels {
+		return PathGPUHuffman
+	}
+	return PathCPUHuffman
+}
+
+// gpuHuffmanPixels is where the GPU's Huffman decoding takes over (DALI's
+// hybrid_huffman_threshold default); SLUICE_GPU_HUFFMAN_PIXELS overrides it
+// for measurements.
+var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
+
+// retryPath is where a sample goes after its nvJPEG path failed on it:
+// libjpeg-turbo, which also names the error.
+func retryPath(Path) Path { return PathCPU }
+
+// splitter decides how many of a part's engine-decodable JPEGs go to the
+// engines; the others join the CPU workers' list (decoupled). With a
+// configured share it is fixed; else it adapts, part by part, so that
+// the engines and the CPU workers finish together: the side that took
+// longer gets a smaller share next time, by half the relative gap.
+type splitter struct {
+	fixed bool
+	share float64 // of the engine-decodable JPEGs, to the engines
+}
+
+// The adaptive share's start (DALI's hw_decoder_load default is 0.65)
+// and its bounds: below minShare the engines idle, and a share of 1
+// leaves the decoupled route no baseline JPEGs to measure with.
+const (
+	startShare = 0.7
+	minShare   = 0.2
+	maxShare   = 0.95
+)
+
+func newSplitter(configured float64) splitter {
+	if configured >= 0 {
+		return splitter{fixed: true, share: min(configured, 1)}
+	}
+	return splitter{share: startShare}
+}
+
+// count is how many of n engine-decodable images go to the engines: the
+// share, rounded up to whole rounds of the engines' cores.
+func (sp *splitter) count(n, cores int) int {
+	if n == 0 {
+		return 0
+	}
+	k := int(math.Round(sp.share * float64(n)))
+	if cores > 1 && k > 0 && k%cores != 0 {
+		k += cores - k%cores
+	}
+	return min(k, n)
+}
+
+// observe adapts the share after a part whose engines took hw and whose
+// CPU workers took cpu (both from the part's start); a side with nothing
+// to do tells nothing.
+func (sp *splitter) observe(hw, cpu time.Duration) {
+	if sp.fixed || hw <= 0 || cpu <= 0 {
+		return
+	}
+	gap := float64(cpu-hw) / float64(cpu+hw) // > 0: the CPU side is late
+	sp.share = min(max(sp.share+0.5*gap*min(sp.share, 1-sp.share), minShare), maxShare)
+}
