@@ -15,6 +15,15 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
 - torchvision, as a user would write it: torchvision.io.decode_jpeg on a list of
   encoded tensors with device='cuda', then per image resize(256, antialias) and
   center_crop(224) on the uint8 tensor, stack, /255, normalize; synchronized per batch.
+- sluice-x2: the same with --instances 2 (two executors sharing the GPU's
+  decoders, as a Triton instance count of 2).
+- DALI 2.4, as its docs write an inference pipeline: fn.external_source (the
+  encoded bytes in host memory, cycled as sluice bench fills its batches) ->
+  fn.decoders.image(device="mixed", output_type=RGB, hw_decoder_load=0.65 (its
+  default) or 0.9) -> fn.resize(resize_shorter=256, linear, antialias) ->
+  fn.crop_mirror_normalize(crop 224, ImageNet mean/std x255, FLOAT, CHW);
+  num_threads os.cpu_count(), prefetch_queue_depth 2, 10 warm-up iterations,
+  the device synchronised after the measured iterations.
 - OpenCV: bench_cpu.py's opencv_one over a thread pool of os.cpu_count() threads,
   one batch at a time.
 
@@ -37,7 +46,10 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = ["baseline colour", "grayscale", "progressive", "whole mix", "larger photos"]
-CONTENDERS = ["sluice", "torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "opencv"]
+CONTENDERS = ["sluice", "sluice-x2", "dali-0.65", "dali-0.9", "torchvision", "nvimgcodec", "nvimgcodec-decode",
+              "nvimgcodec-hw", "opencv"]
+# The full-pipeline peers Sluice's ratio is taken against (the best of them).
+FULL_PEERS = ["dali-0.65", "dali-0.9", "torchvision", "nvimgcodec", "opencv"]
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
 
@@ -101,18 +113,19 @@ def short_error(text, limit=300):
     return pick[-1][:limit]
 
 
-def bench_sluice(args, kdir, batch, gpus=None):
+def bench_sluice(args, kdir, batch, gpus=None, instances=None):
     """sluice bench on args.gpu, or on gpus (comma-separated) when given."""
     cmd = [args.sluice, "bench", "--json", "--pipeline", args.pipeline, "--batch", str(batch),
            "--duration", f"{args.seconds:g}s"]
+    instances = instances or args.instances
     if gpus is None and args.gpu >= 0:
         gpus = str(args.gpu)
     if gpus:
         cmd += ["--gpu", gpus]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
-    if args.instances > 1:
-        cmd += ["--instances", str(args.instances)]
+    if instances > 1:
+        cmd += ["--instances", str(instances)]
     cmd.append(str(kdir))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 120)
@@ -200,6 +213,52 @@ class NvImgCodec:
 NVIMGCODEC_MODES = {"nvimgcodec": "full", "nvimgcodec-decode": "decode", "nvimgcodec-hw": "hw"}
 
 
+class Dali:
+    """DALI's pipeline (see the module's doc) at one hw_decoder_load; a pipeline
+    per kind and batch size, built on first use and dropped with the kind."""
+
+    def __init__(self, gpu, load):
+        import numpy as np
+        import torch
+        from nvidia import dali
+
+        self.np, self.torch, self.dali = np, torch, dali
+        self.gpu, self.load = gpu, load
+        self.versions = {"dali": dali.__version__}
+
+    def pipeline(self, datas, batch):
+        from nvidia.dali import fn, types
+
+        np = self.np
+        items = batches_of([np.frombuffer(d, np.uint8) for d in datas], batch)
+        mean, std = [m * 255 for m in MEAN], [s * 255 for s in STD]
+
+        @self.dali.pipeline_def(batch_size=batch, num_threads=os.cpu_count(), device_id=self.gpu,
+                                prefetch_queue_depth=2)
+        def imagenet():
+            enc = fn.external_source(source=lambda: next(items), batch=True, dtype=types.UINT8)
+            img = fn.decoders.image(enc, device="mixed", output_type=types.RGB, hw_decoder_load=self.load)
+            img = fn.resize(img, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
+            return fn.crop_mirror_normalize(img, crop=(224, 224), mean=mean, std=std, dtype=types.FLOAT,
+                                            output_layout="CHW")
+
+        p = imagenet()
+        p.build()
+        for _ in range(10):
+            p.run()
+        return p
+
+    def timed(self, datas, batch, seconds):
+        p = self.pipeline(datas, batch)
+        r = timed(lambda _: p.run(), batches_of(datas, batch), seconds)
+        self.torch.cuda.synchronize(self.gpu)
+        del p
+        return r
+
+
+DALI_LOADS = {"dali-0.65": 0.65, "dali-0.9": 0.9}
+
+
 class OpenCV:
     def __init__(self):
         import concurrent.futures
@@ -237,8 +296,8 @@ def gpu_info():
 
 def versions(contenders):
     v = {}
-    for mod in ["torch", "torchvision", "cv2", "nvidia.nvimgcodec"]:
-        if mod in ("torch", "torchvision") and not {"torchvision", *NVIMGCODEC_MODES} & set(contenders):
+    for mod in ["torch", "torchvision", "cv2", "nvidia.nvimgcodec", "nvidia.dali"]:
+        if mod in ("torch", "torchvision") and not {"torchvision", *NVIMGCODEC_MODES, *DALI_LOADS} & set(contenders):
             v[mod] = "not loaded"
             continue
         try:
@@ -327,6 +386,12 @@ def main():
             gpu_peers[name] = NvImgCodec(args.gpu, NVIMGCODEC_MODES[name])
         except Exception as e:
             setup_err[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
+    dalis = {}
+    for name in [c for c in only if c in DALI_LOADS]:
+        try:
+            dalis[name] = Dali(args.gpu, DALI_LOADS[name])
+        except Exception as e:
+            setup_err[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
     if "opencv" in only:
         try:
             ocv = OpenCV()
@@ -374,6 +439,12 @@ def main():
                 row = {"kind": kind, "files": len(kfiles), "batch": b}
                 if "sluice" in only:
                     row["sluice"] = measure("sluice", bench_sluice, args, kdir, b)
+                if "sluice-x2" in only:
+                    row["sluice-x2"] = measure("sluice-x2", bench_sluice, args, kdir, b, None, 2)
+                for name in DALI_LOADS:
+                    if name in only:
+                        row[name] = (setup_err[name] if name not in dalis else
+                                     measure(name, dalis[name].timed, datas, b, args.seconds))
                 if "torchvision" in only:
                     if tv is None:
                         row["torchvision"] = setup_err["torchvision"]
@@ -405,18 +476,20 @@ def main():
         f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
         "",
         f"{info['date']}; GPU: {info['gpu']}; {info['cpus']} CPUs; torch {v['torch']}, "
-        f"torchvision {v['torchvision']}, cv2 {v['cv2']}, nvImageCodec {v['nvidia.nvimgcodec']}; "
+        f"torchvision {v['torchvision']}, cv2 {v['cv2']}, nvImageCodec {v['nvidia.nvimgcodec']}, "
+        f"DALI {v['nvidia.dali']}; "
         f"{args.seconds:g} s per cell; wall {info['wall_seconds']} s",
         "",
         "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
         "",
+        "sluice-x2: two instances; dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load; "
         "nvimgcodec: decode (default backends, all cores) + the torchvision contender's torch resize/crop/normalize; "
         "nvimgcodec-decode: its decode alone; nvimgcodec-hw: decode alone on the hardware engines only.",
         "",
         f"Command: `{command}`",
         "",
         "| kind (files) | batch | " + " | ".join(f"{c} img/s | p50 ms | p99 ms" for c in shown)
-        + " | Sluice / best full-pipeline peer |",
+        + " | best Sluice / best full-pipeline peer |",
         "|---|---|" + "---|---|---|" * len(shown) + "---|",
     ]
     for r in rows:
@@ -425,10 +498,10 @@ def main():
             md.append(f"| {label} | – | " + " | ".join(["n/a", "", ""] * len(shown)) + " | n/a |")
             continue
         cells = [x for c in shown for x in cell_md(r.get(c))]
-        peers = [r.get(c) for c in ("torchvision", "nvimgcodec", "opencv")
-                 if r.get(c) and "error" not in r[c]]
-        best = max(peers, key=lambda x: x["images_per_sec"], default=None)
-        md.append("| " + " | ".join([label, str(r["batch"]), *cells, ratio(r.get("sluice"), best)]) + " |")
+        ok = lambda names: [r[c] for c in names if r.get(c) and "error" not in r[c]]  # noqa: E731
+        best = max(ok(FULL_PEERS), key=lambda x: x["images_per_sec"], default=None)
+        ours = max(ok(["sluice", "sluice-x2"]), key=lambda x: x["images_per_sec"], default=None)
+        md.append("| " + " | ".join([label, str(r["batch"]), *cells, ratio(ours, best)]) + " |")
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)
     if args.md_out:
