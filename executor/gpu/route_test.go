@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/gputest"
+	"github.com/sluice-dev/sluice/internal/hostile/hostiletest"
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
@@ -98,4 +99,18 @@ func TestSplitter(t *testing.T) {
 	if sp.share > maxShare {
 		t.Errorf("share %v over %v", sp.share, maxShare)
 	}
+}
+
+// TestGPUHostileCases: every hostile file of internal/hostile through the
+// GPU executor, as one request each: refused naming its limit, as on the
+// CPU, or decoded.
+func TestGPUHostileCases(t *testing.T) {
+	gputest.Require(t)
+	prog := compile(t, fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", ""))
+	g, err := New(prog, executor.Options{HWShare: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	hostiletest.Run(t, g, len(prog.Outputs))
 }
