@@ -3,7 +3,8 @@
 # here, carry one folder there, run the tests, compute-sanitizer and the benchmark.
 #
 #   scripts/gpu.sh build [DIR]   here, from anywhere in the repo (DIR: .bench/gpu)
-#       the sluice CLI and the GPU packages' test binaries (cgo, static
+#       the sluice CLI and the GPU packages' test binaries (cgo, static, xz-compressed:
+#       run unpacks them)
 #       libturbojpeg), the whole photo corpus, DIR/manifest.txt.
 #       Exit 1: the CLI did not build or needs a shared library it must not,
 #       or a part of the corpus is missing or did not fit (named);
@@ -48,7 +49,7 @@ build() {
 	dir=$(cd "$dir" && pwd)
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
 	# Only what this script writes, so a DIR holding other files keeps them.
-	rm -rf "$dir/sluice" "$dir"/*.test "$dir/corpus" "$dir/manifest.txt" "$dir/build.log" "$dir/out"
+	rm -rf "$dir/sluice" "$dir"/*.test "$dir"/*.xz "$dir/corpus" "$dir/manifest.txt" "$dir/build.log" "$dir/out"
 
 	make -s test-deps pic-libs || { echo "make test-deps pic-libs failed (the image libraries, libjpeg-dev)" >&2; return 1; }
 	# -s -w: no symbol table or DWARF, about half the size; Go's own
@@ -78,6 +79,13 @@ build() {
 			notes+=("FAIL $pkg: did not compile (see $dir/build.log)")
 			[ $status -eq 0 ] && status=2
 		fi
+	done
+
+	# The binaries travel xz-compressed (a fifth of their size: with the
+	# whole corpus they would not fit the carry limit); run unpacks them.
+	local f
+	for f in "$dir/sluice" "$dir"/*.test; do
+		[ -f "$f" ] && { xz -T0 -6 -f "$f" || { notes+=("FAIL xz $f"); status=1; }; }
 	done
 
 	# The corpus: MANIFEST.tsv (the tests look for it) and the bench photos
@@ -119,9 +127,14 @@ build() {
 	done
 
 	# The CLI links libturbojpeg statically: the GPU machine has none.
-	local ldd_bad=""
-	if [ -x "$dir/sluice" ]; then
-		ldd_bad=$(ldd "$dir/sluice" | grep -Ev 'linux-vdso|ld-linux|/ld64|lib(c|m|pthread|dl|resolv|rt)\.so' || true)
+	local ldd_bad="" ldd_all=""
+	if [ -f "$dir/sluice.xz" ]; then
+		local tmpcli
+		tmpcli=$(mktemp)
+		xz -dc "$dir/sluice.xz" >"$tmpcli" && chmod +x "$tmpcli"
+		ldd_all=$(ldd "$tmpcli" 2>&1 | awk '{print $1}' | tr '\n' ' ')
+		ldd_bad=$(ldd "$tmpcli" | grep -Ev 'linux-vdso|ld-linux|/ld64|lib(c|m|pthread|dl|resolv|rt)\.so' || true)
+		rm -f "$tmpcli"
 		if [ -n "$ldd_bad" ]; then
 			notes+=("FAIL ldd: sluice needs more than libc/libm/libpthread/libdl: $(echo "$ldd_bad" | awk '{print $1}' | tr '\n' ' ')")
 			status=1
@@ -132,12 +145,12 @@ build() {
 		echo "# scripts/gpu.sh build, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
 		echo "commit $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 		echo "$(go version); $(ldd --version | head -1)"
-		echo "ldd sluice: $(ldd "$dir/sluice" 2>&1 | awk '{print $1}' | tr '\n' ' ')"
+		echo "ldd sluice: ${ldd_all:-not built}"
 		echo "tree $(mb "$tree") MiB + carried $(mb "$(bytes "$dir")") MiB (limit ${CARRY_LIMIT_MB} MiB together)"
-		[ -x "$dir/sluice" ] && echo "cli sluice $(mb "$(bytes "$dir/sluice")") MiB"
+		[ -f "$dir/sluice.xz" ] && echo "cli sluice $(mb "$(bytes "$dir/sluice.xz")") MiB (xz)"
 		for t in "${tests[@]}"; do
 			set -- $t
-			echo "$t $(mb "$(bytes "$dir/$2")") MiB"
+			echo "$t $(mb "$(bytes "$dir/$2.xz")") MiB (xz)"
 		done
 		for p in "${req[@]}" "${opt[@]}"; do
 			[ -e "$dir/corpus/$p" ] && echo "corpus $p $(mb "$(bytes "$dir/corpus/$p")") MiB"
@@ -158,6 +171,10 @@ run() {
 	local dir=${1:-.bench/gpu}
 	dir=$(cd "$dir" 2>/dev/null && pwd) || { echo "no $1: run scripts/gpu.sh build first (and carry it)" >&2; return 1; }
 	local out=${OUT:-$dir/out}
+	local f
+	for f in "$dir"/*.xz; do
+		[ -e "$f" ] && xz -d -f "$f"
+	done
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)
 	export SLUICE_CORPUS=$dir/corpus SLUICE_REQUIRE_CORPUS=1 PYTHONUNBUFFERED=1
