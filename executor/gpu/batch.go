@@ -192,10 +192,10 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		smp := &e.samples[s]
 		switch {
 		case smp.failed:
+		case smp.hw && e.hw != nil: // split below between the engines and its route
+			hwList = append(hwList, s)
 		case smp.path == PathCPU, smp.path == PathCPUHuffman:
 			cpuList = append(cpuList, s)
-		case smp.hw && e.hw != nil:
-			hwList = append(hwList, s)
 		default:
 			hyList = append(hyList, s)
 		}
