@@ -154,11 +154,25 @@ func TestTIFFJPEGWork(t *testing.T) {
 			t.Errorf("%q lacks %q", err, w)
 		}
 	}
-	// One strip over libjpeg's scan limit, whatever the work limit.
-	_, err = Decode(hostile.TIFFJPEGScans(64, 64, 32, MaxJPEGScans+1), Options{})
-	wantCause(t, err, TooLarge)
-	if !strings.Contains(err.Error(), "strip 0") || !strings.Contains(err.Error(), "501 scans") {
-		t.Errorf("message: %v", err)
+	// libtiff's scan limit: 99 scans in a strip decode (as in Pillow), 100
+	// are refused before decoding, whatever the work limit; so are 501.
+	src = hostile.TIFFJPEGScans(64, 64, 32, tiffJPEGMaxScans)
+	img = mustDecode(t, src, Options{Color: Gray})
+	if pix, _, _ := pillowDecode(t, src, "L", false); !bytes.Equal(pix, img.Pix) {
+		t.Errorf("99 scans: differs from Pillow")
+	}
+	for _, n := range []int{tiffJPEGMaxScans + 1, MaxJPEGScans + 1} {
+		src = hostile.TIFFJPEGScans(64, 64, 32, n)
+		_, err = Decode(src, Options{})
+		wantCause(t, err, TooLarge)
+		if !strings.Contains(err.Error(), "strip 0") || !strings.Contains(err.Error(), fmt.Sprintf("%d scans, over libtiff's limit of 99", n)) {
+			t.Errorf("message: %v", err)
+		}
+		if ok, perr := pillowOpens(t, src); ok {
+			t.Errorf("%d scans: Pillow decodes it", n)
+		} else {
+			t.Logf("%d scans: Pillow: %s", n, perr)
+		}
 	}
 }
 

@@ -39,6 +39,12 @@ const (
 	tiffStripWork     = 2 << 10
 	tiffJPEGStripWork = 32 << 10
 
+	// tiffJPEGMaxScans is the most scans a JPEG strip or tile may have:
+	// libtiff's own limit (LIBTIFF_JPEG_MAX_ALLOWED_SCAN_NUMBER, 100 by
+	// default), which stops a strip at scan 100 only after decoding the
+	// 99 before it. Pillow's libtiff has it too.
+	tiffJPEGMaxScans = 99
+
 	// tiffEntryMemory is what libtiff keeps per directory entry beside
 	// the data: the entry, an unknown tag's field definition and name,
 	// the value's header.
@@ -176,7 +182,8 @@ func walkTIFF(b []byte) (tiffIFD, *Error) {
 		case 277:
 			d.spp = d.first(b, e)
 		case 278:
-			d.rps, d.hasRPS = d.first(b, e), true
+			v, ok := d.value(b, e, 0)
+			d.rps, d.hasRPS = uint32(v), ok
 		case 284:
 			d.planar = d.first(b, e)
 		case 320:
@@ -206,8 +213,10 @@ func walkTIFF(b []byte) (tiffIFD, *Error) {
 			continue // libtiff fails to read it, and keeps nothing
 		}
 		// libtiff widens some known tags' values (BYTE or SHORT to double
-		// or float); those hold at most 65,535 values.
-		if e.count <= 65535 {
+		// or float); those hold at most 65,535 values, and are never ASCII
+		// or UNDEFINED (the types of the large ones: ICC profiles,
+		// JPEGTables; XMP is BYTE, within the count when small).
+		if e.count <= 65535 && e.typ != 2 && e.typ != 7 {
 			sz = max(sz, 8*int64(e.count))
 		}
 		d.tagData += sz
@@ -280,9 +289,10 @@ type tiffJPEGCost struct {
 // jpegCost walks every strip's JPEG stream (libtiff feeds JPEGTables to
 // libjpeg first, but tables carry no scans: the strip's own stream holds
 // all the work) and sums the work of its scans; lim.MaxPixels bounds each
-// stream's frame. A strip over MaxJPEGScans or the pixel limit is refused
-// as libjpeg would only find out while decoding; other faults are left to
-// libjpeg, and the walk counts what came before them.
+// stream's frame. A strip over tiffJPEGMaxScans or the pixel limit is
+// refused, as libtiff and libjpeg would find out only while decoding;
+// other faults are left to libjpeg, and the walk counts what came before
+// them.
 func (d *tiffIFD) jpegCost(b []byte, lim Limits) tiffJPEGCost {
 	var c tiffJPEGCost
 	for i := 0; int64(i) < d.striles; i++ {
@@ -296,6 +306,11 @@ func (d *tiffIFD) jpegCost(b []byte, lim Limits) tiffJPEGCost {
 			continue // libjpeg refuses it at once
 		}
 		js, err := scanJPEG(s, Limits{MaxPixels: lim.MaxPixels})
+		if js.scans > tiffJPEGMaxScans {
+			c.tooLarge = formatErr(TooLarge, "TIFF", "TIFF %s %d: %s JPEG has %d scans, over libtiff's limit of %d",
+				d.strileName()[:len(d.strileName())-1], i, js.layout.process(), js.scans, tiffJPEGMaxScans)
+			return c
+		}
 		if err != nil && err.Cause == TooLarge {
 			c.tooLarge = formatErr(TooLarge, "TIFF", "TIFF %s %d: %s", d.strileName()[:len(d.strileName())-1], i, err.Msg)
 			return c
