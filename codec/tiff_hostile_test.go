@@ -131,9 +131,10 @@ func TestTIFFJPEGWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 8 strips of 9 scans of 64×4 blocks, 64 units a block, and the
-	// strips' fixed cost.
-	if want := int64(8*9*256*64 + 8*tiffJPEGStripWork); h.Work != want {
+	// 8 strips of 9 scans of 64×4 blocks, 64 units a block, the strips'
+	// fixed cost and their bytes.
+	ifd, _ := walkTIFF(src)
+	if want := int64(8*9*256*64+8*tiffJPEGStripWork) + tiffJPEGByteWork*ifd.stripBytes(src); h.Work != want {
 		t.Errorf("work %d, want %d", h.Work, want)
 	}
 	// Progressive: libjpeg keeps a strip's coefficients.
@@ -154,6 +155,40 @@ func TestTIFFJPEGWork(t *testing.T) {
 			t.Errorf("%q lacks %q", err, w)
 		}
 	}
+	// Strips may overlap: 4096 strips on the same 64 KiB stream are 256
+	// MiB of JPEG data to read, refused before any is walked.
+	strip := hostile.TIFFJPEGScans(64, 8, 8, 1)
+	ifd, _ = walkTIFF(strip)
+	off, _ := ifd.value(strip, ifd.offs, 0)
+	n, _ := ifd.value(strip, ifd.counts, 0)
+	stream := append(append([]byte(nil), strip[off:off+n-2]...), make([]byte, 64<<10)...) // junk before EOI
+	stream = append(stream, 0xFF, 0xD9)
+	w := hostile.NewTIFF()
+	at := w.Data(stream)
+	w.Long(256, 64)
+	w.Long(257, 8*4096)
+	w.Short(258, 8)
+	w.Short(259, 7)
+	w.Short(262, 1)
+	w.Long(278, 8)
+	offs, counts := make([]uint32, 4096), make([]uint32, 4096)
+	for i := range offs {
+		offs[i], counts[i] = at, uint32(len(stream))
+	}
+	w.Longs(273, offs...)
+	w.Longs(279, counts...)
+	tables := hostile.TIFFJPEGTables()
+	w.Entry(347, hostile.TIFFUndefined, uint32(len(tables)), w.Data(tables))
+	overlap := w.Bytes()
+	_, err = Decode(overlap, Options{Limits: Limits{MaxWork: 256 << 20}})
+	wantCause(t, err, TooLarge)
+	if !strings.Contains(err.Error(), fmt.Sprintf("%d bytes in all", 4096*len(stream))) {
+		t.Errorf("message: %v", err)
+	}
+	if img, err := Decode(overlap, Options{Limits: LimitsFor(64 << 20)}); err != nil || img.Height != 8*4096 {
+		t.Errorf("within the default limits: %v", err)
+	}
+
 	// libtiff's scan limit: 99 scans in a strip decode (as in Pillow), 100
 	// are refused before decoding, whatever the work limit; so are 501.
 	src = hostile.TIFFJPEGScans(64, 64, 32, tiffJPEGMaxScans)

@@ -38,6 +38,11 @@ const (
 	// for a JPEG strip, which libjpeg sets up afresh).
 	tiffStripWork     = 2 << 10
 	tiffJPEGStripWork = 32 << 10
+	// tiffJPEGByteWork is the work per byte of a JPEG strip's stream:
+	// libjpeg reads a strip's bytes up to its EOI, and strips may overlap,
+	// so their bytes add up past the file's. (About 0.5 ns a byte, what
+	// libjpeg's marker search costs; scanJPEG's walk of them is faster.)
+	tiffJPEGByteWork = 2
 
 	// tiffJPEGMaxScans is the most scans a JPEG strip or tile may have:
 	// libtiff's own limit (LIBTIFF_JPEG_MAX_ALLOWED_SCAN_NUMBER, 100 by
@@ -238,13 +243,13 @@ func walkTIFF(b []byte) (tiffIFD, *Error) {
 	switch {
 	case d.width == 0 || d.height == 0:
 	case d.tiled && d.tw > 0 && d.th > 0:
-		d.striles = int64((d.width+d.tw-1)/d.tw) * int64((d.height+d.th-1)/d.th)
+		d.striles = ceilDiv(d.width, d.tw) * ceilDiv(d.height, d.th)
 	case !d.tiled:
 		rps := d.height
 		if d.hasRPS && d.rps < d.height {
 			rps = d.rps
 		}
-		d.striles = int64((d.height + rps - 1) / rps)
+		d.striles = ceilDiv(d.height, rps)
 	}
 	if d.planar == 2 {
 		d.striles *= int64(d.spp)
@@ -273,6 +278,20 @@ func (d *tiffIFD) strileName() string {
 // the strip or tile offsets and byte counts.
 func (d *tiffIFD) memory() int64 {
 	return d.tagData + d.maxTag + int64(d.entries)*tiffEntryMemory + 16*d.striles
+}
+
+// stripBytes is the total length of the strips or tiles, as far as they
+// lie in the file.
+func (d *tiffIFD) stripBytes(b []byte) int64 {
+	var total int64
+	for i := 0; int64(i) < d.striles; i++ {
+		off, ok1 := d.value(b, d.offs, i)
+		n, ok2 := d.value(b, d.counts, i)
+		if ok1 && ok2 && off < uint64(len(b)) {
+			total += int64(min(n, uint64(len(b))-off))
+		}
+	}
+	return total
 }
 
 // tiffJPEGCost is what the JPEG streams of a JPEG-compressed TIFF's strips
@@ -344,6 +363,14 @@ func (d *tiffIFD) checkLimits(b []byte, lim Limits) (work, mem int64, err *Error
 	}
 	work = d.striles * per
 	if d.comp == 7 {
+		// The strips' bytes first: overlapping strips could make the walk
+		// below read the file many times over.
+		n := d.stripBytes(b)
+		work = min(work+n*tiffJPEGByteWork, 1<<62)
+		if e := lim.overWork("TIFF", work, fmt.Sprintf("JPEG in %d %s of %d bytes in all, before their scans",
+			d.striles, d.strileName(), n)); e != nil {
+			return 0, 0, e
+		}
 		c := d.jpegCost(b, lim)
 		if c.tooLarge != nil {
 			return 0, 0, c.tooLarge
@@ -384,3 +411,5 @@ func (d *tiffIFD) readColorMap(b []byte) ([]uint16, error) {
 	}
 	return cm, nil
 }
+
+func ceilDiv(a, b uint32) int64 { return (int64(a) + int64(b) - 1) / int64(b) }

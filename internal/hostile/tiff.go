@@ -175,15 +175,15 @@ func TIFFJPEGScans(w, h, rps uint32, scans int) []byte {
 		strips = append(strips, jpegStrip(int(w), int(min(rps, h-y)), scans))
 	}
 	t.TIFFStrips(w, h, rps, 1, 7, 1, strips)
-	tables := jpegTables()
+	tables := TIFFJPEGTables()
 	t.Entry(347, TIFFUndefined, uint32(len(tables)), t.Data(tables))
 	return t.Bytes()
 }
 
-// jpegTables is an abbreviated JPEG holding the tables jpegStrip's scans
+// TIFFJPEGTables is an abbreviated JPEG holding the tables jpegStrip's scans
 // use: a flat quantization table, a DC table of the one category 0 (code
 // "0"), and an AC table of the end-of-band runs EOB0..EOB14 (4-bit codes).
-func jpegTables() []byte {
+func TIFFJPEGTables() []byte {
 	b := []byte{0xFF, 0xD8}
 	q := []byte{0xFF, 0xDB, 0, 67, 0}
 	for i := 0; i < 64; i++ {
