@@ -165,6 +165,7 @@ func walkTIFF(b []byte) (tiffIFD, *Error) {
 		return d, formatErr(TooLarge, "TIFF", "TIFF directory has %d tags, over the limit of %d", n, tiffMaxTags)
 	}
 	p := int(off) + 2
+	seen := map[uint16]bool{} // libtiff reads the first of duplicate tags
 	for i := 0; i < n && p+12 <= len(b); i, p = i+1, p+12 {
 		e := tiffEntry{tag: uint16(d.u16(b, p)), typ: uint16(d.u16(b, p+2)), count: d.u32(b, p+4), pos: p + 8, ok: true}
 		d.entries++
@@ -173,45 +174,50 @@ func walkTIFF(b []byte) (tiffIFD, *Error) {
 			e.pos = int(d.u32(b, p+8))
 		}
 		inFile := sz <= 4 || int64(e.pos)+sz <= int64(len(b))
-		switch e.tag {
-		case 256:
+		first := !seen[e.tag]
+		seen[e.tag] = true
+		switch {
+		case !first:
+		case e.tag == 256:
 			d.width = d.first(b, e)
-		case 257:
+		case e.tag == 257:
 			d.height = d.first(b, e)
-		case 258:
+		case e.tag == 258:
 			d.bps = d.first(b, e)
-		case 259:
+		case e.tag == 259:
 			d.comp = d.first(b, e)
-		case 262:
+		case e.tag == 262:
 			d.photometric = int(d.first(b, e))
-		case 277:
+		case e.tag == 277:
 			d.spp = d.first(b, e)
-		case 278:
+		case e.tag == 278:
 			v, ok := d.value(b, e, 0)
 			d.rps, d.hasRPS = uint32(v), ok
-		case 284:
+		case e.tag == 284:
 			d.planar = d.first(b, e)
-		case 320:
+		case e.tag == 320:
 			d.colorMap = e
-		case 322:
+		case e.tag == 322:
 			d.tw, d.tiled = d.first(b, e), true
-		case 323:
+		case e.tag == 323:
 			d.th, d.tiled = d.first(b, e), true
 		}
 		// Strip and tile offsets and byte counts: libtiff keeps them as
 		// 8 bytes a strip or tile, counted by memory().
 		switch e.tag {
-		case 273:
-			d.strips[0] = e
-			continue
-		case 279:
-			d.strips[1] = e
-			continue
-		case 324:
-			d.tiles[0] = e
-			continue
-		case 325:
-			d.tiles[1] = e
+		case 273, 279, 324, 325:
+			if first {
+				switch e.tag {
+				case 273:
+					d.strips[0] = e
+				case 279:
+					d.strips[1] = e
+				case 324:
+					d.tiles[0] = e
+				case 325:
+					d.tiles[1] = e
+				}
+			}
 			continue
 		}
 		if !inFile {
@@ -348,7 +354,7 @@ func (d *tiffIFD) jpegCost(b []byte, lim Limits) tiffJPEGCost {
 	return c
 }
 
-// tiffLimits checks d against lim before libtiff reads the directory: the
+// checkLimits checks d against lim before libtiff reads the directory: the
 // memory its tags and offsets take, and the work of its strips; it
 // returns the estimates for Header.
 func (d *tiffIFD) checkLimits(b []byte, lim Limits) (work, mem int64, err *Error) {
