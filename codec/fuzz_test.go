@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/hostile"
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
@@ -191,6 +192,17 @@ func FuzzTIFF(f *testing.F) {
 	formatSeeds(f, ".tif")
 	f.Add([]byte("II*\x00\x08\x00\x00\x00"))
 	f.Add([]byte("MM\x00*\x00\x00\x00\x08\x00\x00"))
+	// The hostile shapes, small: too many tags, tags overlapping past the
+	// tag-data limit, JPEG strips of many scans, one strip over the scan
+	// limit; and the Pillow divergences (no Photometric, a short ColorMap).
+	f.Add(hostile.TIFFManyTags(tiffMaxTags, 1))
+	f.Add(hostile.TIFFManyTags(300, 64<<10))
+	f.Add(hostile.TIFFJPEGScans(64, 48, 16, 9))
+	f.Add(hostile.TIFFJPEGScans(16, 8, 8, MaxJPEGScans+1))
+	f.Add(divTIFF(1, -1, 3, ramp(12), nil))
+	f.Add(divTIFF(1, 3, 3, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255}, func(w *hostile.TIFFWriter) {
+		w.Shorts(320, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+	}))
 	fuzzFormat(f, "TIFF", []byte("II*\x00"))
 }
 

@@ -42,6 +42,9 @@ type tiffLayout struct {
 	kind       tiffKind
 	spp, bytes int  // samples per pixel as decoded, bytes per sample
 	minIsWhite bool // grey 0 is white
+	// cmap is a ColorMap that libtiff ignored for its count (N entries of
+	// red, then green, then blue); nil when libtiff's is used.
+	cmap []uint16
 }
 
 // tiffDecoder decodes TIFF through libtiff: the first page, 8 or 16 bits
@@ -82,8 +85,7 @@ func tiffMaxAlloc(inputLen, pixels int) uint64 {
 }
 
 func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
-	maxPixels := lim.MaxPixels
-	l, err := d.header(src, maxPixels)
+	l, c, err := d.header(src, lim, true)
 	if err != nil {
 		return Header{}, err
 	}
@@ -91,39 +93,74 @@ func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
 	if o < 1 || o > 8 {
 		o = 1
 	}
-	return Header{Width: int(l.info.width), Height: int(l.info.height), Orientation: o}, nil
+	w, h := int(l.info.width), int(l.info.height)
+	// Beside the directory: the decoded samples, one tile, and libjpeg's
+	// coefficients of a progressive strip.
+	mem := c.mem + int64(w)*int64(h)*int64(l.spp*l.bytes)
+	if l.info.tiled != 0 {
+		mem += int64(l.info.tw) * int64(l.info.th) * int64(l.spp*l.bytes)
+	}
+	if e := lim.overMemory("TIFF", mem, fmt.Sprintf("%dx%d, %d tags holding %d bytes of tag data, %d %s",
+		w, h, c.ifd.entries, c.ifd.tagData, c.ifd.striles, c.ifd.strileName())); e != nil {
+		return Header{}, e
+	}
+	return Header{Width: w, Height: h, Orientation: o, Work: c.work, Memory: mem}, nil
 }
 
-func (d *tiffDecoder) header(src []byte, maxPixels int) (tiffLayout, error) {
+// tiffCosts is what header estimated before libtiff read the file.
+type tiffCosts struct {
+	ifd       tiffIFD
+	work, mem int64
+}
+
+// header reads the layout of src's first image; with costs, it also
+// checks and estimates what decoding would cost (Header does; Decode
+// only repeats the structural checks).
+func (d *tiffDecoder) header(src []byte, lim Limits, costs bool) (tiffLayout, tiffCosts, error) {
+	var c tiffCosts
 	if d.st == nil {
-		return tiffLayout{}, fmt.Errorf("codec: TIFF decoder used after Close")
+		return tiffLayout{}, c, fmt.Errorf("codec: TIFF decoder used after Close")
+	}
+	// Before libtiff reads the directory (and copies every tag's data).
+	ifd, e := walkTIFF(src)
+	if e != nil {
+		return tiffLayout{}, c, e
+	}
+	c.ifd = ifd
+	if e := tooLarge("TIFF", int(ifd.width), int(ifd.height), lim.MaxPixels); e != nil {
+		return tiffLayout{}, c, e
+	}
+	if costs {
+		if c.work, c.mem, e = ifd.checkLimits(src, lim); e != nil {
+			return tiffLayout{}, c, e
+		}
 	}
 	r := C.sl_tiff_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
 		C.uint64_t(tiffMaxAlloc(len(src), 0)), d.st)
 	if r.rc != 0 {
-		return tiffLayout{}, tiffError(C.GoString(&d.st.err[0]))
+		return tiffLayout{}, c, tiffError(C.GoString(&d.st.err[0]))
 	}
 	w, h := int(r.width), int(r.height)
 	if w <= 0 || h <= 0 {
-		return tiffLayout{}, formatErr(Corrupt, "TIFF", "TIFF header gives an empty %dx%d image", w, h)
+		return tiffLayout{}, c, formatErr(Corrupt, "TIFF", "TIFF header gives an empty %dx%d image", w, h)
 	}
-	if err := TooLargeErr("TIFF", w, h, maxPixels); err != nil {
-		return tiffLayout{}, err
+	if err := TooLargeErr("TIFF", w, h, lim.MaxPixels); err != nil {
+		return tiffLayout{}, c, err
 	}
-	l, err := tiffLayoutOf(r)
+	l, err := tiffLayoutOf(r, &ifd, src)
 	if err != nil {
-		return tiffLayout{}, err
+		return tiffLayout{}, c, err
 	}
 	if r.tiled != 0 && uint64(r.tilepixels) > 4*uint64(w)*uint64(h)+256*256 {
 		// Tiles are decoded whole: tiles much larger than the image would
 		// make a small image cost a large one's work.
-		return tiffLayout{}, formatErr(Unsupported, "TIFF", "TIFF tiles of %dx%d are too large for a %dx%d image",
+		return tiffLayout{}, c, formatErr(Unsupported, "TIFF", "TIFF tiles of %dx%d are too large for a %dx%d image",
 			int(r.tw), int(r.th), w, h)
 	}
 	if r.truncated != 0 {
-		return tiffLayout{}, formatErr(Truncated, "TIFF", "TIFF data ends early: a strip or tile lies past the end")
+		return tiffLayout{}, c, formatErr(Truncated, "TIFF", "TIFF data ends early: a strip or tile lies past the end")
 	}
-	return l, nil
+	return l, c, nil
 }
 
 // tiffCompressions are the codecs supported, by TIFF compression number.
@@ -136,11 +173,31 @@ var tiffPhotometrics = map[int]string{
 
 // tiffLayoutOf decides how the samples of r become pixels, refusing what
 // is not supported with the reason.
-func tiffLayoutOf(r C.sl_tiff_info) (tiffLayout, error) {
+func tiffLayoutOf(r C.sl_tiff_info, ifd *tiffIFD, src []byte) (tiffLayout, error) {
 	unsupported := func(format string, a ...any) (tiffLayout, error) {
 		return tiffLayout{}, formatErr(Unsupported, "TIFF", "TIFF "+format+" is not supported", a...)
 	}
 	comp, ph, spp, bps := int(r.compression), int(r.photometric), int(r.spp), int(r.bps)
+	if ph < 0 && spp == 1 {
+		// No PhotometricInterpretation: Pillow takes 0, min-is-white (and
+		// cannot open such files of more samples, which are refused below).
+		ph = 0
+	}
+	var cmap []uint16
+	if ifd.photometric == 3 && ph != 3 {
+		// A palette image whose ColorMap libtiff ignored (its count is not
+		// 3 × 256) and read as grey or RGB instead. Pillow uses the entries
+		// there are: the count's thirds are red, green and blue, and the
+		// indices past them are black.
+		if spp != 1 || bps != 8 {
+			return unsupported("palette of %d samples of %d bits", spp, bps)
+		}
+		var err error
+		if cmap, err = ifd.readColorMap(src); err != nil {
+			return tiffLayout{}, err
+		}
+		ph = 3
+	}
 	if _, ok := tiffCompressions[comp]; !ok {
 		return unsupported("compression %d", comp)
 	}
@@ -153,7 +210,7 @@ func tiffLayoutOf(r C.sl_tiff_info) (tiffLayout, error) {
 	if r.planar != 1 && spp > 1 {
 		return unsupported("with separate colour planes")
 	}
-	l := tiffLayout{info: r, spp: spp, bytes: bps / 8}
+	l := tiffLayout{info: r, spp: spp, bytes: bps / 8, cmap: cmap}
 	// extra is the first ExtraSamples value: 0 unspecified (ignored), 1
 	// associated (premultiplied) alpha, 2 unassociated alpha; -1 none.
 	extra := int(r.extra)
@@ -182,7 +239,7 @@ func tiffLayoutOf(r C.sl_tiff_info) (tiffLayout, error) {
 	case ph == 3:
 		return unsupported("%d-bit palette", bps)
 	case ph < 0:
-		return tiffLayout{}, formatErr(Corrupt, "TIFF", "TIFF has no photometric interpretation")
+		return tiffLayout{}, formatErr(Corrupt, "TIFF", "TIFF has no photometric interpretation (for %d samples per pixel)", spp)
 	default:
 		name := tiffPhotometrics[ph]
 		if name == "" {
@@ -195,7 +252,7 @@ func tiffLayoutOf(r C.sl_tiff_info) (tiffLayout, error) {
 }
 
 func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
-	l, err := d.header(src, 0)
+	l, _, err := d.header(src, Limits{}, false)
 	if err != nil {
 		return err
 	}
@@ -222,8 +279,18 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	var lut [256][4]byte
 	if l.kind == tiffPalette {
 		// 16-bit colour map entries keep their high byte, as in Pillow.
-		for i := range lut {
-			lut[i] = [4]byte{byte(d.st.cmap[i] >> 8), byte(d.st.cmap[256+i] >> 8), byte(d.st.cmap[512+i] >> 8), 0xFF}
+		if l.cmap != nil {
+			n := len(l.cmap) / 3
+			for i := range lut {
+				lut[i] = [4]byte{0, 0, 0, 0xFF}
+				if i < n {
+					lut[i] = [4]byte{byte(l.cmap[i] >> 8), byte(l.cmap[n+i] >> 8), byte(l.cmap[2*n+i] >> 8), 0xFF}
+				}
+			}
+		} else {
+			for i := range lut {
+				lut[i] = [4]byte{byte(d.st.cmap[i] >> 8), byte(d.st.cmap[256+i] >> 8), byte(d.st.cmap[512+i] >> 8), 0xFF}
+			}
 		}
 	}
 	ch := c.Channels()
