@@ -41,6 +41,19 @@ type avifParts struct {
 	colr     []byte // a colr property's payload, when set
 }
 
+// itemData is an item's bytes: an alias of src for one extent, else its
+// extents joined.
+func itemData(m *avifMeta, it *avifItem, src []byte) ([]byte, error) {
+	parts, _, err := m.parts(it, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	return bytes.Join(parts, nil), nil
+}
+
 // avifSample returns a Pillow AVIF's AV1 item and its av1C, w×h.
 func avifSample(t *testing.T, w, h int) avifParts {
 	return avifSampleMode(t, w, h, "RGB")
@@ -54,9 +67,9 @@ func avifSampleMode(t *testing.T, w, h int, mode string) avifParts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := l.meta.data(l.color[0], src)
-	if err != nil {
-		t.Fatal(err)
+	data, derr := itemData(l.meta, l.color[0], src)
+	if derr != nil {
+		t.Fatal(derr)
 	}
 	return avifParts{major: "avif", itemType: "av01", w: w, h: h, av1C: l.meta.prop(l.color[0], "av1C"),
 		data: bytes.Clone(data), extents: 1, hdlr: "pict"}
@@ -134,7 +147,7 @@ func TestAVIFForged(t *testing.T) {
 		{"sequence only", func() []byte { q := p; q.noMeta, q.moov = true, true; return q.file() }(), Unsupported, "sequence"},
 		{"no meta", func() []byte { q := p; q.noMeta = true; return q.file() }(), Corrupt, "meta"},
 		{"extent past the end", func() []byte { q := p; q.extLen = len(p.data) + 100; return q.file() }(), Truncated, "past the end"},
-		{"too many extents", func() []byte { q := p; q.extents = avifMaxExtents + 1; return q.file() }(), Corrupt, "extents"},
+		{"too many extents", func() []byte { q := p; q.extents = avifMaxExtents + 1; return q.file() }(), TooLarge, "extents"},
 		{"empty size", func() []byte { q := p; q.w = 0; return q.file() }(), Corrupt, "empty"},
 		{"huge side", func() []byte { q := p; q.w = 1 << 20; return q.file() }(), TooLarge, "a side"},
 		{"ispe smaller than the frame", func() []byte { q := p; q.w, q.h = 20, 12; return q.file() }(), Corrupt, "larger than"},
@@ -246,9 +259,9 @@ func TestAVIFGridCrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := l.meta.data(l.meta.item(l.meta.primary), src)
-	if err != nil || len(g) != 8 || g[1]&1 != 0 {
-		t.Fatalf("grid payload % x (%v): want 16-bit sizes", g, err)
+	g, gerr := itemData(l.meta, l.meta.item(l.meta.primary), src)
+	if gerr != nil || len(g) != 8 || g[1]&1 != 0 {
+		t.Fatalf("grid payload % x (%v): want 16-bit sizes", g, gerr)
 	}
 	ispe := l.meta.prop(l.meta.item(l.meta.primary), "ispe")
 	set := func(w, h int) []byte {
