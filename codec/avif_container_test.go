@@ -38,7 +38,11 @@ type avifParts struct {
 	hdlr     string
 	noMeta   bool
 	moov     bool
-	colr     []byte // a colr property's payload, when set
+	colr     []byte   // a colr property's payload, when set
+	props    [][]byte // more property boxes, after ispe, av1C (and colr)
+	assoc    []byte   // when set, item 1's ipma association count and indices
+	zeroExt  int      // when > 0, that many zero-length extents follow the data's
+	ipmaMore int      // ipma entries without properties, for items 2, 3...
 }
 
 // itemData is an item's bytes: an alias of src for one extent, else its
@@ -92,11 +96,22 @@ func (p avifParts) file() []byte {
 			}
 			ext = append(append(ext, be32(mdatAt+8+i*step)...), be32(ln)...)
 		}
-		return fullBox("iloc", 0, []byte{0x44, 0x00}, be16(1), be16(1), be16(0), be16(n), ext)
+		for i := 0; i < p.zeroExt; i++ {
+			ext = append(append(ext, be32(mdatAt+8)...), be32(0)...)
+		}
+		return fullBox("iloc", 0, []byte{0x44, 0x00}, be16(1), be16(1), be16(0), be16(n+p.zeroExt), ext)
 	}
 	props, assoc := [][]byte{fullBox("ispe", 0, be32(p.w), be32(p.h)), box("av1C", p.av1C)}, []byte{2, 0x81, 0x02}
 	if p.colr != nil {
 		props, assoc = append(props, box("colr", p.colr)), []byte{3, 0x81, 0x02, 0x03}
+	}
+	props = append(props, p.props...)
+	if p.assoc != nil {
+		assoc = p.assoc
+	}
+	ipma := append(be16(1), assoc...)
+	for i := 0; i < p.ipmaMore; i++ {
+		ipma = append(append(ipma, be16(2+i)...), 0)
 	}
 	meta := func(mdatAt int) []byte {
 		return fullBox("meta", 0,
@@ -106,7 +121,7 @@ func (p avifParts) file() []byte {
 			iloc(mdatAt),
 			box("iprp",
 				box("ipco", props...),
-				fullBox("ipma", 0, be32(1), be16(1), assoc)))
+				fullBox("ipma", 0, be32(1+p.ipmaMore), ipma)))
 	}
 	var out []byte
 	out = append(out, ftyp...)
