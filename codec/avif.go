@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 func init() {
 	Register(Format{Name: "AVIF", Match: isAVIF, New: newAVIFDecoder})
@@ -56,16 +59,17 @@ type avifDecoder struct {
 	join    []byte // one item's extents joined, when it has several
 	canvas  avifCanvas
 	tables  [6]*avifTables
-	// plan is what Header made of the src it was last given (planOf, the
-	// address and length of that src), so that Decode does not parse and
-	// price the container again; Decode drops it.
-	plan   *avifPlan
-	planOf avifSpan
+	// plan is what Header made of the src it was last given, so that
+	// Decode of that src does not parse and price the container again. It
+	// holds no reference to src (which may be a request's buffer, and
+	// Decode may never come): Decode finds its items by their offsets.
+	plan *avifPlan
 }
 
-// avifSpan identifies a byte slice by its first byte and length.
+// avifSpan identifies a byte slice by its first byte's address and its
+// length, without keeping it alive (a uintptr is no reference to the GC).
 type avifSpan struct {
-	p *byte
+	p uintptr
 	n int
 }
 
@@ -73,7 +77,20 @@ func spanOf(b []byte) avifSpan {
 	if len(b) == 0 {
 		return avifSpan{}
 	}
-	return avifSpan{&b[0], len(b)}
+	return avifSpan{uintptr(unsafe.Pointer(&b[0])), len(b)}
+}
+
+// avifFingerprint hashes src's first and last bytes: with its span, it
+// tells Decode that src is what Header saw (a freed buffer's address may
+// come back with other bytes in it).
+func avifFingerprint(src []byte) uint64 {
+	h := uint64(14695981039346656037) // FNV-1a
+	for _, b := range [2][]byte{src[:min(len(src), 512)], src[max(len(src)-64, 0):]} {
+		for _, c := range b {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+	}
+	return h
 }
 
 func newAVIFDecoder() (FormatDecoder, error) {
@@ -87,16 +104,16 @@ func newAVIFDecoder() (FormatDecoder, error) {
 func (d *avifDecoder) Close() {
 	d.av1.Close()
 	d.rgba, d.scratch, d.join, d.canvas = nil, nil, nil, avifCanvas{}
-	d.plan, d.planOf = nil, avifSpan{}
+	d.plan = nil
 }
 
 func (d *avifDecoder) Header(src []byte, lim Limits) (Header, error) {
-	d.plan, d.planOf = nil, avifSpan{}
+	d.plan = nil
 	p, err := planAVIF(src, lim)
 	if err != nil {
 		return Header{}, err
 	}
-	d.plan, d.planOf = p, spanOf(src)
+	d.plan = p
 	return Header{Width: p.l.w, Height: p.l.h, Orientation: p.l.orient, Work: p.work, Memory: p.memory}, nil
 }
 
@@ -117,45 +134,47 @@ func planAVIF(src []byte, lim Limits) (*avifPlan, *Error) {
 	return l.price(src, lim)
 }
 
-// avifCoded is one AV1 item's data, as its extents in src or idat (joined
-// only when decoded), and where its picture goes.
+// avifCoded is one AV1 item's data, as the offsets in src of its extents
+// (in the file or idat; joined only when decoded), and where its picture
+// goes.
 type avifCoded struct {
-	id     uint32
-	parts  [][]byte
-	size   int
+	ext    [][2]int // offset, length
 	x0, y0 int
 	alpha  bool
 }
 
-// avifPlan is an AVIF's layout with its AV1 items priced.
+// avifPlan is an AVIF's layout with its AV1 items priced, for the src of
+// span and fingerprint sum.
 type avifPlan struct {
 	l            *avifLayout
 	items        []avifCoded
 	work, memory int64
 	join         int // the largest item of several extents (Decode joins it)
+	span         avifSpan
+	sum          uint64
 }
 
 func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	p := d.plan
-	if p == nil || d.planOf != spanOf(src) {
+	d.plan = nil
+	if p == nil || p.span != spanOf(src) || p.sum != avifFingerprint(src) {
 		var err *Error
 		if p, err = planAVIF(src, Limits{}); err != nil {
 			return err
 		}
 	}
-	d.plan, d.planOf = nil, avifSpan{} // keep no reference to the caller's src
 	l := p.l
 	if l.w != h.Width || l.h != h.Height {
 		return formatErr(Corrupt, "AVIF", "AVIF image changed size since its header was read")
 	}
 	d.canvas.set = false
 	for i, it := range p.items {
-		data := it.parts[0]
-		if len(it.parts) > 1 {
+		data := src[it.ext[0][0]:][:it.ext[0][1]]
+		if len(it.ext) > 1 {
 			// At most the file's size (price), into one buffer reused.
 			d.join = d.join[:0]
-			for _, b := range it.parts {
-				d.join = append(d.join, b...)
+			for _, e := range it.ext {
+				d.join = append(d.join, src[e[0]:][:e[1]]...)
 			}
 			data = d.join
 		}
@@ -167,7 +186,7 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		if i == 0 {
 			// Only once a frame of the promised size came out.
 			d.rgba = grow(d.rgba, l.w*l.h*4)
-			if l.alpha == nil {
+			if !l.hasAlpha {
 				for i := 3; i < len(d.rgba); i += 4 {
 					d.rgba[i] = 0xFF
 				}
@@ -206,7 +225,8 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 func (l *avifLayout) price(src []byte, lim Limits) (*avifPlan, *Error) {
 	area := l.tileW * l.tileH
 	budget := avifWorkPerPixel * l.w * l.h
-	p := &avifPlan{l: l}
+	p := &avifPlan{l: l, span: spanOf(src), sum: avifFingerprint(src)}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(src)))
 	frameArea, bytes, distinct := 0, 0, 0
 	var seen map[avifSpan]av1Info // single-extent items already scanned
 	for pass, list := range [][]*avifItem{l.color, l.alpha} {
@@ -257,8 +277,11 @@ func (l *avifLayout) price(src []byte, lim Limits) (*avifPlan, *Error) {
 					"AVIF image's AV1 data needs over %d pixels of frame decoding, %d per pixel of its %dx%d (many tiles or hidden frames)",
 					budget, avifWorkPerPixel, l.w, l.h)
 			}
-			p.items = append(p.items, avifCoded{id: it.id, parts: parts, size: size,
-				x0: i % l.cols * l.tileW, y0: i / l.cols * l.tileH, alpha: pass == 1})
+			c := avifCoded{x0: i % l.cols * l.tileW, y0: i / l.cols * l.tileH, alpha: pass == 1}
+			for _, b := range parts { // slices of src, or of idat inside it
+				c.ext = append(c.ext, [2]int{int(uintptr(unsafe.Pointer(&b[0])) - base), len(b)})
+			}
+			p.items = append(p.items, c)
 		}
 	}
 	pixels := int64(l.w) * int64(l.h)
@@ -271,6 +294,7 @@ func (l *avifLayout) price(src []byte, lim Limits) (*avifPlan, *Error) {
 	if e := lim.overMemory("AVIF", p.memory, fmt.Sprintf("%dx%d in %dx%d tiles", l.w, l.h, l.cols, l.rows)); e != nil {
 		return nil, e
 	}
+	l.meta, l.color, l.alpha = nil, nil, nil // what refers to src; Decode needs the plan's items
 	return p, nil
 }
 
@@ -303,7 +327,7 @@ func (l *avifLayout) memory(area int, bps, planesQ int64) int64 {
 	if l.orient != 1 {
 		m += pixels * 4
 	}
-	if len(l.color) > 1 {
+	if l.tiles > 1 {
 		m += pixels * bps * planesQ / 4
 	}
 	return m + int64(area)*(bps*planesQ/4+avifDav1dStatePerPixel)
@@ -332,7 +356,7 @@ func (d *avifDecoder) placeItem(l *avifLayout, it avifCoded, f *av1Frame) error 
 		alphaToRGBA(out, l.w*4, f, cw, ch)
 		return nil
 	}
-	if len(l.color) == 1 {
+	if l.tiles == 1 {
 		return d.convert(l, f, cw, ch)
 	}
 	if !d.canvas.set {
@@ -355,7 +379,7 @@ func (d *avifDecoder) convert(l *avifLayout, f *av1Frame, cw, ch int) error {
 		mc, full = l.nclx.matrix, l.nclx.full
 	}
 	if k, ok := yuvFixedOf(mc, full); ok {
-		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch, libyuvPath(f, l.alpha != nil))
+		yuvToRGBAFixed(out, l.w*4, f, k, cw, ch, libyuvPath(f, l.hasAlpha))
 		return nil
 	}
 	m, ok := avifMatrixOf(mc)

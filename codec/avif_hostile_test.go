@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
@@ -299,6 +302,22 @@ func TestAVIFParseOnce(t *testing.T) {
 	h, _ = d.Header(src, Limits{})
 	if err := d.Decode(dst, bytes.Clone(src), h, Options{}); err != nil || !bytes.Equal(dst, want.Pix) {
 		t.Errorf("another slice: %v", err)
+	}
+	// A Header never followed by Decode keeps no reference to its src.
+	var freed atomic.Bool
+	func() {
+		b := bytes.Clone(src)
+		runtime.AddCleanup(&b[0], func(*atomic.Bool) { freed.Store(true) }, &freed)
+		if _, err := d.Header(b, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; i < 100 && !freed.Load(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !freed.Load() {
+		t.Error("the decoder keeps Header's src alive")
 	}
 }
 

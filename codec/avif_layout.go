@@ -26,6 +26,8 @@ type avifLayout struct {
 	color      []*avifItem // cols·rows AV1 items, row-major
 	alpha      []*avifItem // same layout, or nil
 	orient     int         // irot/imir as the EXIF orientation
+	tiles      int         // len(color)
+	hasAlpha   bool        // alpha != nil
 	nclx       *avifNCLX   // nil: take the AV1 sequence header's
 }
 
@@ -66,9 +68,10 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 		return nil, avifCorrupt("primary item %d is not described", m.primary)
 	}
 	l := &avifLayout{meta: m, orient: avifOrientation(m, prim)}
-	if l.color, err = l.tiles(prim, src, true); err != nil {
+	if l.color, err = l.tileItems(prim, src, true); err != nil {
 		return nil, err
 	}
+	l.tiles = len(l.color)
 	if a := m.alphaOf(prim.id); a != nil {
 		for _, id := range m.prem {
 			if id == prim.id {
@@ -76,9 +79,10 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 				return nil, formatErr(Unsupported, "AVIF", "AVIF premultiplied alpha ('prem') is not supported")
 			}
 		}
-		if l.alpha, err = l.tiles(a, src, false); err != nil {
+		if l.alpha, err = l.tileItems(a, src, false); err != nil {
 			return nil, err
 		}
+		l.hasAlpha = true
 	}
 	l.nclx = m.nclx(prim)
 	if l.nclx == nil {
@@ -87,9 +91,9 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 	return l, nil
 }
 
-// tiles resolves an image item into its AV1 items: itself, or a grid's
+// tileItems resolves an image item into its AV1 items: itself, or a grid's
 // tiles. The colour image sets the layout; alpha must share it.
-func (l *avifLayout) tiles(it *avifItem, src []byte, color bool) ([]*avifItem, *Error) {
+func (l *avifLayout) tileItems(it *avifItem, src []byte, color bool) ([]*avifItem, *Error) {
 	m := l.meta
 	cols, rows, w, h := 1, 1, 0, 0
 	tiles := []*avifItem{it}
