@@ -168,6 +168,11 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		return formatErr(Corrupt, "AVIF", "AVIF image changed size since its header was read")
 	}
 	d.canvas.set = false
+	defer func() {
+		if cap(d.join) > 1<<20 {
+			d.join = nil // rare (encoders write one extent) and up to the file's size: not kept
+		}
+	}()
 	for i, it := range p.items {
 		data := src[it.ext[0][0]:][:it.ext[0][1]]
 		if len(it.ext) > 1 {

@@ -331,3 +331,47 @@ func avifHostileSeeds() [][]byte {
 		hostile.AVIFLyingISPE(1024, 1024, 16, 16),
 	}
 }
+
+// TestAVIFAlphaUnknownEssential: an alpha item citing an unknown property
+// as essential is ignored, as libavif ignores it: the image decodes
+// opaque, as in Pillow.
+func TestAVIFAlphaUnknownEssential(t *testing.T) {
+	src := pillowAVIF(t, avifTestImage(32, 16), map[string]any{"mode": "RGBA"})
+	b := bytes.Clone(src)
+	// Pillow's layout: ipco holds the colour's pixi, then the alpha's; the
+	// alpha item (2) is ipma's second entry.
+	first := bytes.Index(b, []byte("pixi"))
+	second := first + 4 + bytes.Index(b[first+4:], []byte("pixi"))
+	i := bytes.Index(b, []byte("ipma"))
+	if first < 0 || second < first+4 || i < 0 || b[i+4] != 0 || b[i+7]&1 != 0 {
+		t.Fatalf("unexpected layout")
+	}
+	copy(b[second:], "abcd")
+	p := i + 12
+	p += 3 + int(b[p+2]) // item 1's entry
+	if binary.BigEndian.Uint16(b[p:]) != 2 {
+		t.Fatalf("ipma's second entry is item %d", binary.BigEndian.Uint16(b[p:]))
+	}
+	n, idx := int(b[p+2]), 0
+	for k := 0; k < n; k++ {
+		if q := p + 3 + k; b[q] == 5 { // the alpha's pixi, now "abcd"
+			b[q], idx = 0x85, q
+		}
+	}
+	if idx == 0 {
+		t.Fatal("alpha item does not cite property 5")
+	}
+	img := mustDecode(t, b, Options{Color: RGBA})
+	pil, _, _ := pillowDecode(t, b, "RGBA", false)
+	if maxd, mean := compareBytes(img.Pix, pil); maxd > avifBound {
+		t.Errorf("differs from Pillow by up to %d (mean %.3f)", maxd, mean)
+	}
+	for k := 3; k < len(img.Pix); k += 4 {
+		if img.Pix[k] != 255 {
+			t.Fatalf("alpha %d at %d: the alpha item was decoded", img.Pix[k], k/4)
+		}
+	}
+	if _, err := Decode(src, Options{Color: RGBA}); err != nil {
+		t.Fatal(err)
+	}
+}
