@@ -106,7 +106,7 @@ func bmffBoxes(b []byte, atEOF bool, max int) ([]bmffBox, *Error) {
 	var out []bmffBox
 	for len(b) > 0 {
 		if len(out) >= max {
-			return nil, formatErr(Corrupt, "AVIF", "AVIF file has over %d boxes in one container", max)
+			return nil, formatErr(TooLarge, "AVIF", "AVIF file has over %d boxes in one container, the limit", max)
 		}
 		if len(b) < 8 {
 			return nil, avifShort(atEOF, "box header")

@@ -38,7 +38,24 @@ type avifParts struct {
 	hdlr     string
 	noMeta   bool
 	moov     bool
-	colr     []byte // a colr property's payload, when set
+	colr     []byte   // a colr property's payload, when set
+	props    [][]byte // more property boxes, after ispe, av1C (and colr)
+	assoc    []byte   // when set, item 1's ipma association count and indices
+	zeroExt  int      // when > 0, that many zero-length extents follow the data's
+	ipmaMore int      // ipma entries without properties, for items 2, 3...
+}
+
+// itemData is an item's bytes: an alias of src for one extent, else its
+// extents joined.
+func itemData(m *avifMeta, it *avifItem, src []byte) ([]byte, error) {
+	parts, _, err := m.parts(it, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	return bytes.Join(parts, nil), nil
 }
 
 // avifSample returns a Pillow AVIF's AV1 item and its av1C, w×h.
@@ -54,9 +71,9 @@ func avifSampleMode(t *testing.T, w, h int, mode string) avifParts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := l.meta.data(l.color[0], src)
-	if err != nil {
-		t.Fatal(err)
+	data, derr := itemData(l.meta, l.color[0], src)
+	if derr != nil {
+		t.Fatal(derr)
 	}
 	return avifParts{major: "avif", itemType: "av01", w: w, h: h, av1C: l.meta.prop(l.color[0], "av1C"),
 		data: bytes.Clone(data), extents: 1, hdlr: "pict"}
@@ -79,11 +96,22 @@ func (p avifParts) file() []byte {
 			}
 			ext = append(append(ext, be32(mdatAt+8+i*step)...), be32(ln)...)
 		}
-		return fullBox("iloc", 0, []byte{0x44, 0x00}, be16(1), be16(1), be16(0), be16(n), ext)
+		for i := 0; i < p.zeroExt; i++ {
+			ext = append(append(ext, be32(mdatAt+8)...), be32(0)...)
+		}
+		return fullBox("iloc", 0, []byte{0x44, 0x00}, be16(1), be16(1), be16(0), be16(n+p.zeroExt), ext)
 	}
 	props, assoc := [][]byte{fullBox("ispe", 0, be32(p.w), be32(p.h)), box("av1C", p.av1C)}, []byte{2, 0x81, 0x02}
 	if p.colr != nil {
 		props, assoc = append(props, box("colr", p.colr)), []byte{3, 0x81, 0x02, 0x03}
+	}
+	props = append(props, p.props...)
+	if p.assoc != nil {
+		assoc = p.assoc
+	}
+	ipma := append(be16(1), assoc...)
+	for i := 0; i < p.ipmaMore; i++ {
+		ipma = append(append(ipma, be16(2+i)...), 0)
 	}
 	meta := func(mdatAt int) []byte {
 		return fullBox("meta", 0,
@@ -93,7 +121,7 @@ func (p avifParts) file() []byte {
 			iloc(mdatAt),
 			box("iprp",
 				box("ipco", props...),
-				fullBox("ipma", 0, be32(1), be16(1), assoc)))
+				fullBox("ipma", 0, be32(1+p.ipmaMore), ipma)))
 	}
 	var out []byte
 	out = append(out, ftyp...)
@@ -134,7 +162,7 @@ func TestAVIFForged(t *testing.T) {
 		{"sequence only", func() []byte { q := p; q.noMeta, q.moov = true, true; return q.file() }(), Unsupported, "sequence"},
 		{"no meta", func() []byte { q := p; q.noMeta = true; return q.file() }(), Corrupt, "meta"},
 		{"extent past the end", func() []byte { q := p; q.extLen = len(p.data) + 100; return q.file() }(), Truncated, "past the end"},
-		{"too many extents", func() []byte { q := p; q.extents = avifMaxExtents + 1; return q.file() }(), Corrupt, "extents"},
+		{"too many extents", func() []byte { q := p; q.extents = avifMaxExtents + 1; return q.file() }(), TooLarge, "extents"},
 		{"empty size", func() []byte { q := p; q.w = 0; return q.file() }(), Corrupt, "empty"},
 		{"huge side", func() []byte { q := p; q.w = 1 << 20; return q.file() }(), TooLarge, "a side"},
 		{"ispe smaller than the frame", func() []byte { q := p; q.w, q.h = 20, 12; return q.file() }(), Corrupt, "larger than"},
@@ -246,9 +274,9 @@ func TestAVIFGridCrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := l.meta.data(l.meta.item(l.meta.primary), src)
-	if err != nil || len(g) != 8 || g[1]&1 != 0 {
-		t.Fatalf("grid payload % x (%v): want 16-bit sizes", g, err)
+	g, gerr := itemData(l.meta, l.meta.item(l.meta.primary), src)
+	if gerr != nil || len(g) != 8 || g[1]&1 != 0 {
+		t.Fatalf("grid payload % x (%v): want 16-bit sizes", g, gerr)
 	}
 	ispe := l.meta.prop(l.meta.item(l.meta.primary), "ispe")
 	set := func(w, h int) []byte {

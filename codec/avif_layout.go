@@ -6,10 +6,6 @@ import "encoding/binary"
 // items (one, or a grid's tiles), its alpha items, size, orientation and
 // colour description.
 
-// avifMaxTiles caps a grid's tiles (a 16384×16384 image of 256×256 tiles
-// has 4096).
-const avifMaxTiles = 4096
-
 // avifAlphaURNs are the auxiliary types that mark an alpha plane (AVIF's,
 // and the HEVC one libavif also accepts).
 var avifAlphaURNs = []string{"urn:mpeg:mpegB:cicp:systems:auxiliary:alpha", "urn:mpeg:hevc:2015:auxid:1"}
@@ -30,6 +26,8 @@ type avifLayout struct {
 	color      []*avifItem // cols·rows AV1 items, row-major
 	alpha      []*avifItem // same layout, or nil
 	orient     int         // irot/imir as the EXIF orientation
+	tiles      int         // len(color)
+	hasAlpha   bool        // alpha != nil
 	nclx       *avifNCLX   // nil: take the AV1 sequence header's
 }
 
@@ -70,9 +68,10 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 		return nil, avifCorrupt("primary item %d is not described", m.primary)
 	}
 	l := &avifLayout{meta: m, orient: avifOrientation(m, prim)}
-	if l.color, err = l.tiles(prim, src, true); err != nil {
+	if l.color, err = l.tileItems(prim, src, true); err != nil {
 		return nil, err
 	}
+	l.tiles = len(l.color)
 	if a := m.alphaOf(prim.id); a != nil {
 		for _, id := range m.prem {
 			if id == prim.id {
@@ -80,9 +79,10 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 				return nil, formatErr(Unsupported, "AVIF", "AVIF premultiplied alpha ('prem') is not supported")
 			}
 		}
-		if l.alpha, err = l.tiles(a, src, false); err != nil {
+		if l.alpha, err = l.tileItems(a, src, false); err != nil {
 			return nil, err
 		}
+		l.hasAlpha = true
 	}
 	l.nclx = m.nclx(prim)
 	if l.nclx == nil {
@@ -91,9 +91,9 @@ func parseAVIF(src []byte) (*avifLayout, *Error) {
 	return l, nil
 }
 
-// tiles resolves an image item into its AV1 items: itself, or a grid's
+// tileItems resolves an image item into its AV1 items: itself, or a grid's
 // tiles. The colour image sets the layout; alpha must share it.
-func (l *avifLayout) tiles(it *avifItem, src []byte, color bool) ([]*avifItem, *Error) {
+func (l *avifLayout) tileItems(it *avifItem, src []byte, color bool) ([]*avifItem, *Error) {
 	m := l.meta
 	cols, rows, w, h := 1, 1, 0, 0
 	tiles := []*avifItem{it}
@@ -104,14 +104,20 @@ func (l *avifLayout) tiles(it *avifItem, src []byte, color bool) ([]*avifItem, *
 			return nil, err
 		}
 	case "grid":
-		g, err := m.data(it, src)
+		parts, total, err := m.parts(it, src)
 		if err != nil {
 			return nil, err
 		}
+		c := newPartCursor(parts, total)
+		g := c.peek(make([]byte, 12)) // an ImageGrid is 8 or 12 bytes
 		if len(g) < 8 || g[0] != 0 {
 			return nil, avifCorrupt("grid item %d has a bad ImageGrid", it.id)
 		}
 		rows, cols = int(g[2])+1, int(g[3])+1
+		if rows*cols > avifMaxTiles {
+			return nil, formatErr(TooLarge, "AVIF", "AVIF grid item %d has %dx%d = %d tiles, over the limit of %d",
+				it.id, cols, rows, rows*cols, avifMaxTiles)
+		}
 		if g[1]&1 == 0 {
 			w, h = int(binary.BigEndian.Uint16(g[4:])), int(binary.BigEndian.Uint16(g[6:]))
 		} else if len(g) >= 12 {
@@ -155,6 +161,13 @@ func (l *avifLayout) tiles(it *avifItem, src []byte, color bool) ([]*avifItem, *
 		if tw*(cols-1) >= w || tw*cols < w || th*(rows-1) >= h || th*rows < h ||
 			uint64(tw*th)*uint64(len(tiles)) > 4*uint64(w)*uint64(h) {
 			return nil, avifCorrupt("grid item %d's %dx%d tiles of %dx%d do not fit its %dx%d output", it.id, cols, rows, tw, th, w, h)
+		}
+	}
+	for _, t := range append(tiles, it) {
+		if t.unknownEssential != "" {
+			// libavif skips such an item; as the primary image or a tile
+			// of it, Pillow has nothing to decode.
+			return nil, formatErr(Unsupported, "AVIF", "AVIF item %d has an essential %q property, which is not supported", t.id, t.unknownEssential)
 		}
 	}
 	for _, t := range tiles {
@@ -202,8 +215,8 @@ func (m *avifMeta) alphaOf(id uint32) *avifItem {
 			continue
 		}
 		a := m.item(ref[0])
-		if a == nil {
-			continue
+		if a == nil || a.unknownEssential != "" {
+			continue // libavif ignores items it cannot decode
 		}
 		r := bmffReader{b: m.prop(a, "auxC")}
 		r.fullBox()

@@ -119,6 +119,9 @@ func FuzzAVIF(f *testing.F) {
 	} {
 		f.Add(pillowAVIF(f, img, opts))
 	}
+	for _, b := range avifHostileSeeds() {
+		f.Add(b)
+	}
 	fuzzDecoder(f)
 }
 
