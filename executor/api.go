@@ -141,8 +141,7 @@ type Options struct {
 	MemoryCap int64
 	// HWShare is the share of hardware-decodable JPEGs sent to the GPU's
 	// JPEG engines, the rest going to nvJPEG's decoupled decoder on the
-	// CPU workers; negative means the executor's default, a share that
-	// adapts so that both finish together.
+	// CPU workers; negative means the executor's default.
 	HWShare float64
 }
 

@@ -39,7 +39,7 @@ func addExecFlags(fs *flag.FlagSet) execFlags {
 		maxBytes:  fs.Int("max-bytes", ops.DefaultLimits.MaxBytes, "largest encoded image, in bytes"),
 		gpus:      addDeviceList(fs, "gpu", "run on this GPU (device ordinal) instead of the CPU; bench takes a list, 0,1: its instances on each"),
 		gpuMem:    fs.Int64("gpu-mem", 0, "with --gpu: device memory cap for a batch, in bytes (0: a sixteenth of the GPU's memory, at least 1 GiB)"),
-		hwShare:   fs.Float64("hw-share", -1, "with --gpu: share of JPEGs sent to the hardware JPEG engines (negative: adaptive)"),
+		hwShare:   fs.Float64("hw-share", -1, "with --gpu: share of JPEGs sent to the hardware JPEG engines (negative: the executor's default)"),
 	}
 }
 

@@ -224,7 +224,6 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var retry []int
-	var hwTook time.Duration
 	for _, job := range []struct {
 		p    *jpegPath
 		list []int
@@ -235,11 +234,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := e.decodeOn(job.p, job.list)
-			if job.p == e.hw {
-				hwTook = time.Since(t0)
-			}
-			if err != nil {
+			if err := e.decodeOn(job.p, job.list); err != nil {
 				mu.Lock()
 				retry = append(retry, job.list...)
 				mu.Unlock()
@@ -248,12 +243,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		}()
 	}
 	e.decodeCPU(b, cpuList)
-	var cpuTook time.Duration
-	if len(cpuList) > 0 {
-		cpuTook = time.Since(t0)
-	}
 	wg.Wait()
-	e.split.observe(hwTook, cpuTook)
 	// A JPEG has no alpha: its CPU retry fits its slot (RGB, or the
 	// luma plane of a greyscale JPEG).
 	for _, s := range retry {

@@ -97,7 +97,7 @@ type Executor struct {
 	mu      sync.Mutex
 	closed  bool
 	samples []sample
-	split   splitter // the engines' share of a part's JPEGs (route.go)
+	split   splitter // the engines' share of the JPEGs they take (route.go)
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.
@@ -182,7 +182,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if e.svc, err = acquireService(opt.Device); err != nil {
 		return nil, err
 	}
-	if opt.HWShare != 0 { // negative: the adaptive share
+	if e.split.share > 0 {
 		e.hw = e.svc.hw
 	}
 	for range opt.Workers {

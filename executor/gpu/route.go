@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"math"
-	"time"
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -12,7 +11,7 @@ import (
 // time from its header, split per batch part between the engines and the
 // CPU workers, and the fallbacks after a decoder failed on it.
 //
-//	colour baseline JPEG     engines (split's share) | decoupled on the CPU workers (the rest)
+//	colour baseline JPEG     engines (the share) | decoupled on the CPU workers (the rest)
 //	greyscale baseline JPEG  decoupled (the engines get greyscale wrong)
 //	progressive JPEG         decoupled
 //	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
@@ -22,8 +21,8 @@ import (
 // Measured on an H200 (docs/perf.md): the engines alone top out near
 // 20k baseline photos a second, the batched GPU hybrid decoder runs
 // Huffman decoding on one thread, and the decoupled decoder on 16 CPU
-// workers adds several thousand a second beside the engines, so both
-// routes run at once and the split keeps them finishing together.
+// workers adds several thousand a second beside the engines: both routes
+// run at once.
 
 // Path names a decoder path, for statistics.
 type Path int
@@ -108,29 +107,25 @@ var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
 func retryPath(Path) Path { return PathCPU }
 
 // splitter decides how many of a part's engine-decodable JPEGs go to the
-// engines; the others join the CPU workers' list (decoupled). With a
-// configured share it is fixed; else it adapts, part by part, so that
-// the engines and the CPU workers finish together: the side that took
-// longer gets a smaller share next time, by half the relative gap.
+// engines; the others join the CPU workers' list (decoupled).
 type splitter struct {
-	fixed bool
 	share float64 // of the engine-decodable JPEGs, to the engines
 }
 
-// The adaptive share's start (DALI's hw_decoder_load default is 0.65)
-// and its bounds: below minShare the engines idle, and a share of 1
-// leaves the decoupled route no baseline JPEGs to measure with.
-const (
-	startShare = 0.7
-	minShare   = 0.2
-	maxShare   = 0.95
-)
+// DefaultHWShare is executor.Options.HWShare's default here: every colour
+// baseline JPEG the engines take goes to them. Measured on an H200
+// (docs/perf.md, 2026-12-01): a share of 0.65 (DALI's default) is 12%
+// faster on baseline JPEGs alone at batch 256, but 20% slower on the
+// corpus's whole mix, whose progressive and greyscale JPEGs already keep
+// the CPU workers busy; a controller that moved the share to make both
+// routes finish together was no faster than either.
+const DefaultHWShare = 1.0
 
 func newSplitter(configured float64) splitter {
-	if configured >= 0 {
-		return splitter{fixed: true, share: min(configured, 1)}
+	if configured < 0 {
+		configured = DefaultHWShare
 	}
-	return splitter{share: startShare}
+	return splitter{share: min(configured, 1)}
 }
 
 // count is how many of n engine-decodable images go to the engines: the
@@ -144,15 +139,4 @@ func (sp *splitter) count(n, cores int) int {
 		k += cores - k%cores
 	}
 	return min(k, n)
-}
-
-// observe adapts the share after a part whose engines took hw and whose
-// CPU workers took cpu (both from the part's start); a side with nothing
-// to do tells nothing.
-func (sp *splitter) observe(hw, cpu time.Duration) {
-	if sp.fixed || hw <= 0 || cpu <= 0 {
-		return
-	}
-	gap := float64(cpu-hw) / float64(cpu+hw) // > 0: the CPU side is late
-	sp.share = min(max(sp.share+0.5*gap*min(sp.share, 1-sp.share), minShare), maxShare)
 }

@@ -2,9 +2,7 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 	"testing"
-	"time"
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/gputest"
@@ -60,44 +58,21 @@ func TestGPURGBJPEG(t *testing.T) {
 	}
 }
 
-// TestSplitter: a configured share stays; the adaptive one moves toward
-// the side that finished first and settles where both take as long, for
-// engines and CPU workers of fixed rates; counts round up to whole rounds
-// of the engines' cores.
+// TestSplitter: the share, rounded up to whole rounds of the engines'
+// cores; a negative one is the default.
 func TestSplitter(t *testing.T) {
-	fixed := newSplitter(0.5)
-	fixed.observe(time.Second, 3*time.Second)
-	if fixed.share != 0.5 || fixed.count(64, 1) != 32 {
-		t.Errorf("a configured share moved: %v, %d of 64", fixed.share, fixed.count(64, 1))
+	sp := newSplitter(0.5)
+	if n := sp.count(64, 1); n != 32 {
+		t.Errorf("count(64) at 0.5: %d", n)
 	}
-	if n := fixed.count(10, 4); n != 8 {
+	if n := sp.count(10, 4); n != 8 {
 		t.Errorf("count(10) with 4 cores a round: %d, want 8 (5 rounded up to whole rounds)", n)
 	}
-	// Engines at 20k images/s, CPU workers at 10k: both finish together
-	// when the engines take two thirds.
-	sp := newSplitter(-1)
-	const n = 256
-	for range 40 {
-		k := sp.count(n, 1)
-		hw := time.Duration(float64(k) / 20000 * float64(time.Second))
-		cpu := time.Duration(float64(n-k) / 10000 * float64(time.Second))
-		sp.observe(hw, cpu)
+	if d := newSplitter(-1); d.share != DefaultHWShare || d.count(7, 4) != 7 {
+		t.Errorf("default: share %v, count(7) %d", d.share, d.count(7, 4))
 	}
-	if math.Abs(sp.share-2.0/3) > 0.03 {
-		t.Errorf("adaptive share settled at %.3f, want about 0.667", sp.share)
-	}
-	// A side that had nothing to do tells nothing.
-	before := sp.share
-	sp.observe(0, time.Second)
-	if sp.share != before {
-		t.Errorf("share moved on a part the engines sat out: %v -> %v", before, sp.share)
-	}
-	// Bounds: a CPU side far slower never takes the engines' share past maxShare.
-	for range 100 {
-		sp.observe(time.Millisecond, time.Second)
-	}
-	if sp.share > maxShare {
-		t.Errorf("share %v over %v", sp.share, maxShare)
+	if z := newSplitter(0); z.count(64, 4) != 0 {
+		t.Errorf("share 0 sent %d to the engines", z.count(64, 4))
 	}
 }
 
