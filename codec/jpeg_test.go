@@ -1,11 +1,15 @@
 package codec
 
 import (
+	"bytes"
 	"fmt"
 	"image"
 	"image/color"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
 func TestDecodeJPEGBlocks(t *testing.T) {
@@ -370,6 +374,46 @@ func TestDecodeJPEGWarnings(t *testing.T) {
 	}
 	_, err := Decode(garbleScan(src), Options{})
 	wantCause(t, err, Corrupt)
+
+	// A harmless warning no longer hides a later harmful one (TurboJPEG
+	// reported only the first warning, and the garbled image was taken).
+	sos := bytes.LastIndex(src, []byte{0xFF, mSOS})
+	junkFirst := append(append(append([]byte{}, src[:sos]...), 0x01, 0x02), garbleScan(src)[sos:]...)
+	_, err = Decode(junkFirst, Options{})
+	wantCause(t, err, Corrupt)
+	if !strings.Contains(err.Error(), "scan data is corrupt") {
+		t.Errorf("junk, then garbled data: %v", err)
+	}
+}
+
+// TestJPEGStopsAtFirstWarning: the decode ends at the first warning that
+// means damage, not after decoding the whole image. The hostile suite's
+// file (8192×8192, a DC scan and 23 refinements, under the work limit)
+// draws "Inconsistent progression sequence" at its second scan; the same
+// file with a last scan that names an undefined Huffman table, a fatal
+// error, gives the warning's text: libjpeg never reached that scan.
+func TestJPEGStopsAtFirstWarning(t *testing.T) {
+	var src []byte
+	for _, c := range hostile.Of("JPEG") {
+		if c.Name == "jpeg-8192-refine23-bogus" {
+			src = c.Make()
+		}
+	}
+	if src == nil {
+		t.Fatal("no jpeg-8192-refine23-bogus case")
+	}
+	if s, err := scanJPEG(src, LimitsFor(defaultMaxPixels)); err != nil {
+		t.Fatalf("the file must be within the limits: %v (work %d)", err, s.work)
+	}
+	fatalLast := append(append([]byte{}, src[:len(src)-2]...),
+		0xFF, mSOS, 0, 8, 1, 1, 0x11, 1, 63, 0x00, 0x55, 0xFF, mEOI) // AC table 1: never defined
+	for _, f := range [][]byte{src, fatalLast} {
+		_, err := Decode(f, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)})
+		wantCause(t, err, Corrupt)
+		if !strings.Contains(err.Error(), "Inconsistent progression sequence") {
+			t.Errorf("not stopped at the first warning: %v", err)
+		}
+	}
 }
 
 // bogusDHT breaks a JPEG's first Huffman table: our marker walk passes it,

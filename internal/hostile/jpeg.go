@@ -17,6 +17,15 @@ func init() {
 		Refused: []string{"too large", "work limit"},
 	})
 	Register(Case{
+		Name:   "jpeg-8192-refine23-bogus",
+		Format: "JPEG",
+		Row:    "progressive JPEG 8192x8192 grey, DC + 23 refinement scans without a first AC scan: under the work limit, corrupt from scan 2",
+		Make:   func() []byte { return JPEGRefinements(8192, 23) },
+		// libjpeg warns at the second scan ("Inconsistent progression
+		// sequence"), where the decode now stops.
+		Refused: []string{"corrupt", "progression"},
+	})
+	Register(Case{
 		Name:   "jpeg-refine-pending",
 		Format: "JPEG",
 		Row:    "legal progressive JPEG whose scan script ends with successive-approximation refinement pending",
