@@ -494,7 +494,7 @@ func TestDecodeConcurrent(t *testing.T) {
 		{append(append([]byte{}, good[:len(good)-2]...), 0x01, 0xFF, mEOI), ""}, // harmless warning
 		{forgedJPEG(64, 64), Truncated},
 		{bogusDHT(good), Corrupt},   // fails in tjDecompressHeader3
-		{garbleScan(good), Corrupt}, // warns in tjDecompress2
+		{garbleScan(good), Corrupt}, // warns in sl_decompress
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
