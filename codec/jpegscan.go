@@ -21,9 +21,9 @@ const (
 const maxFrameComps = 10
 
 // MaxJPEGScans is the most scans a JPEG may have: libjpeg-turbo's own
-// limit (TJFLAG_LIMITSCANS, which sl_decompress applies), enforced only on reaching scan
-// 501, after decoding the 500 before it; the marker walk refuses such
-// files before decoding. Photos have 1 (sequential) to about 10 scans
+// limit (TJFLAG_LIMITSCANS; sl_decompress applies the same), enforced
+// only on reaching scan 501, after decoding the 500 before it; the marker
+// walk refuses such files before decoding. Photos have 1 (sequential) to about 10 scans
 // (progressive); the corpus's most is 14.
 const MaxJPEGScans = 500
 
