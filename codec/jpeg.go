@@ -297,7 +297,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 	r := C.sl_read_header(d.tj, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)), d.msg)
 	h := Header{
 		Width: s.width, Height: s.height, Orientation: s.orientation,
-		Scalable: jpegScalable, jpeg: s.layout, Work: int64(s.work),
+		Scalable: jpegScalable, jpeg: s.layout, Work: int64(s.work), Memory: s.coefBytes,
 	}
 	// Set even when the call failed harmlessly (a warning, or the
 	// subsampling below): libjpeg had read the headers.

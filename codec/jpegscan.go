@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"fmt"
 	"math/bits"
 )
 
@@ -104,7 +105,8 @@ type jpegScan struct {
 	width, height int
 	orientation   int // EXIF orientation, 0 when absent
 	scans         int
-	work          int // units of decode work of all scans, saturating
+	work          int   // units of decode work of all scans, saturating
+	coefBytes     int64 // libjpeg's whole-image coefficient buffer, when it has one
 }
 
 // frameComp is what the walk keeps of one frame component.
@@ -139,7 +141,8 @@ type frameComp struct {
 // (libjpeg's encoder refuses to write either; its decoder leaves the
 // component flat).
 //
-// lim bounds the frame's pixels and the work of its scans; MaxJPEGScans
+// lim bounds the frame's pixels, the work of its scans and the memory of
+// libjpeg's coefficient buffer (progressive or multi-scan); MaxJPEGScans
 // bounds the scans whatever lim is. The limits are checked over the whole
 // walk, so that their errors give the whole counts.
 func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
@@ -154,6 +157,18 @@ func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
 		return s, formatErr(TooLarge, "JPEG",
 			"%s JPEG's %d scans need %d units of decode work (%.1f per pixel of its %dx%d), over the work limit of %d",
 			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height, lim.MaxWork)
+	}
+	// A progressive or multi-scan JPEG is decoded into a buffer of every
+	// block's coefficients (2 bytes each) before any output: 6 bytes a
+	// pixel for 4:4:4 colour, 20 for 10 full-size components.
+	if err == nil && (progressive(s.layout.sof) || s.scans > 1) {
+		for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
+			s.coefBytes += int64(comps[i].blocks) * 128
+		}
+		if e := lim.overMemory("JPEG", s.coefBytes, fmt.Sprintf("coefficients of %d components of %dx%d, %d scans",
+			s.layout.components, s.width, s.height, s.scans)); e != nil {
+			return s, e
+		}
 	}
 	if err == nil {
 		err = s.checkComplete(&comps)

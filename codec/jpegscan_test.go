@@ -505,3 +505,42 @@ func TestJPEGColorSpace(t *testing.T) {
 		t.Errorf("read as YCbCr, the RGB JPEG is only %.1f levels off on average", d)
 	}
 }
+
+// TestJPEGCoefficientMemory: a progressive JPEG is decoded through a
+// buffer of all its coefficients, 128 bytes a block of each component;
+// Header reports it as Memory, and the walk refuses a file whose buffer is
+// over the memory limit, naming it. 1024×1024 with 10 components is 20 MB
+// of coefficients, over the 16 MB of a 1 MP limit; 3 components fit.
+func TestJPEGCoefficientMemory(t *testing.T) {
+	frame := func(nc int) []byte {
+		sof := []byte{8, 4, 0, 4, 0, byte(nc)}
+		sos := []byte{byte(nc)}
+		for i := 1; i <= nc; i++ {
+			sof = append(sof, byte(i), 0x11, 0)
+			sos = append(sos, byte(i), 0)
+		}
+		sos = append(sos, 0, 0, 0)
+		b := []byte{0xFF, mSOI, 0xFF, 0xC2, 0, byte(len(sof) + 2)}
+		b = append(b, sof...)
+		b = append(b, 0xFF, mSOS, 0, byte(len(sos)+2))
+		b = append(b, sos...)
+		return append(b, 0x12, 0xFF, mEOI)
+	}
+	s, err := scanJPEG(frame(10), LimitsFor(1<<20))
+	wantCause(t, err, TooLarge)
+	if want := int64(10 * 16384 * 128); s.coefBytes != want || !strings.Contains(err.Error(), fmt.Sprint(want)) ||
+		!strings.Contains(err.Error(), "memory limit") {
+		t.Errorf("coefficients %d (want %d): %v", s.coefBytes, want, err)
+	}
+	if s, err := scanJPEG(frame(3), LimitsFor(1<<20)); err != nil || s.coefBytes != 3*16384*128 {
+		t.Errorf("3 components: %d bytes, %v", s.coefBytes, err)
+	}
+	if s, err := scanJPEG(encodeJPEG(t, gradientImage(64, 64), 90), Limits{}); err != nil || s.coefBytes != 0 {
+		t.Errorf("baseline (one scan, no buffer): %d bytes, %v", s.coefBytes, err)
+	}
+	// The hostile 8192×8192 grey file: 128 MB, within the default 1 GiB.
+	src := hostile.JPEGRefinements(8192, 23)
+	if s, err := scanJPEG(src, LimitsFor(defaultMaxPixels)); err != nil || s.coefBytes != 128<<20 {
+		t.Errorf("8192x8192 grey: %d bytes, %v", s.coefBytes, err)
+	}
+}
