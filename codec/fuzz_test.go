@@ -32,9 +32,18 @@ func fuzzSeeds(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Small versions of the hostile JPEG shapes: refinements without a
+	// first AC scan (a warning at scan 2), a script ending with
+	// refinement pending (legal).
+	pending, err := testimg.LibJPEG(pix, 24, 16, testimg.LibJPEGOptions{Quality: 90, Scans: hostile.RefinePendingScript})
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range [][]byte{
 		rgbJPEG,
 		lowPass,
+		pending,
+		hostile.JPEGRefinements(64, 5),
 		testimg.ManyScans(40, 24, 30),
 		testimg.ManyScans(16, 16, MaxJPEGScans+1),
 		jpg,

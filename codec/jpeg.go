@@ -4,8 +4,12 @@ package codec
 #cgo CFLAGS: -I${SRCDIR}/../build/pic/include
 #cgo LDFLAGS: -L${SRCDIR}/../build/pic/lib -l:libturbojpeg.a
 #include <stdlib.h>
+#include <setjmp.h>
+#include <stdio.h>
 #include <string.h>
 #include <turbojpeg.h>
+#include <jpeglib.h>
+#include <jerror.h>
 
 // Message buffer size: libjpeg's JMSG_LENGTH_MAX.
 enum { SL_MSG_LEN = 200 };
@@ -38,20 +42,137 @@ static sl_header sl_read_header(tjhandle h, const unsigned char *src, unsigned l
 	return r;
 }
 
-// sl_decompress returns 0 on success, 1 after warnings (or an error that
-// followed one), 2 after a fatal error. No TJFLAG_FASTDCT nor
-// TJFLAG_FASTUPSAMPLE: decompression then uses libjpeg's accurate integer
-// IDCT and fancy upsampling, bit-exact with Pillow. TJFLAG_LIMITSCANS
-// rejects files with more than 500 scans once it has decoded 500 of them;
-// the marker walk refuses those before (MaxJPEGScans), so the flag is a
-// backstop.
-static int sl_decompress(tjhandle h, const unsigned char *src, unsigned long n,
-                         unsigned char *dst, int width, int height, int pf, char *msg) {
-	if (tjDecompress2(h, src, n, dst, width, 0, height, pf, TJFLAG_LIMITSCANS) == 0)
-		return 0;
-	int rc = tjGetErrorCode(h) == TJERR_WARNING ? 1 : 2;
-	sl_msg(h, msg);
-	return rc;
+// The decoder proper uses the libjpeg API of the same library rather than
+// tjDecompress2, for one thing TurboJPEG 2.1 cannot do: stop at the first
+// warning that means damage. Without TJFLAG_STOPONWARNING tjDecompress2
+// decodes the whole image before reporting the warning (seconds of work
+// for a broken 64 MP progressive file); with it, it also stops at
+// harmless ones (junk between markers), which must decode.
+//
+// sl_dec is one decompressor, reused across images (jpeg_abort_decompress
+// makes it ready for the next after a failure).
+typedef struct {
+	struct jpeg_decompress_struct d;
+	struct jpeg_error_mgr err;
+	struct jpeg_progress_mgr progress;
+	jmp_buf jump;
+	char *msg; // SL_MSG_LEN bytes, owned by the Go decoder
+} sl_dec;
+
+// sl_harmless lists the libjpeg warnings that leave the pixels intact (the
+// same as jpegmsg.go's harmless texts): junk between markers, odd JFIF or
+// Adobe version fields, a bad ICC marker (ignored), sequential SOS fields
+// that libjpeg ignores. Every other warning (bad Huffman or arithmetic
+// code, data ending inside a scan or the file, lost restart sync, a bogus
+// progression) means garbage pixels from there on.
+static int sl_harmless(int code) {
+	switch (code) {
+	case JWRN_EXTRANEOUS_DATA:
+	case JWRN_JFIF_MAJOR:
+	case JWRN_ADOBE_XFORM:
+	case JWRN_BOGUS_ICC:
+	case JWRN_NOT_SEQUENTIAL:
+		return 1;
+	}
+	return 0;
+}
+
+static void sl_error_exit(j_common_ptr c) {
+	sl_dec *s = (sl_dec *)c->client_data;
+	(*c->err->format_message)(c, s->msg);
+	longjmp(s->jump, 2);
+}
+
+// sl_emit_message sees every trace message and warning (level -1): a
+// harmful warning ends the decode there, with its text.
+static void sl_emit_message(j_common_ptr c, int level) {
+	if (level >= 0 || sl_harmless(c->err->msg_code))
+		return;
+	sl_dec *s = (sl_dec *)c->client_data;
+	(*c->err->format_message)(c, s->msg);
+	longjmp(s->jump, 1);
+}
+
+// sl_progress refuses a file's 501st scan, as TJFLAG_LIMITSCANS does (and
+// with its text); the marker walk refuses such files before (MaxJPEGScans),
+// so this is a backstop.
+static void sl_progress(j_common_ptr c) {
+	j_decompress_ptr d = (j_decompress_ptr)c;
+	if (d->input_scan_number > 500) {
+		sl_dec *s = (sl_dec *)c->client_data;
+		snprintf(s->msg, SL_MSG_LEN, "Progressive JPEG image has more than 500 scans");
+		longjmp(s->jump, 2);
+	}
+}
+
+static sl_dec *sl_dec_new(char *msg) {
+	sl_dec *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return NULL;
+	s->msg = msg;
+	s->d.err = jpeg_std_error(&s->err);
+	s->err.error_exit = sl_error_exit;
+	s->err.emit_message = sl_emit_message;
+	s->d.client_data = s;
+	if (setjmp(s->jump)) {
+		free(s);
+		return NULL;
+	}
+	jpeg_create_decompress(&s->d);
+	s->progress.progress_monitor = sl_progress;
+	s->d.progress = &s->progress;
+	return s;
+}
+
+static void sl_dec_free(sl_dec *s) {
+	jpeg_destroy_decompress(&s->d);
+	free(s);
+}
+
+// sl_decompress decodes src into dst, w×h pixels of ps bytes in colour
+// space cs; it returns 0 on success, 1 when it stopped at a harmful
+// warning, 2 after a fatal error, with the text in msg. It sets what
+// tjDecompress2 sets, so that the pixels are the same: the output colour
+// space and the first of TurboJPEG's scaling factors that fits w×h; no
+// fast DCT nor fast upsampling (libjpeg's defaults, accurate integer IDCT
+// and fancy upsampling: bit-exact with Pillow).
+static int sl_decompress(sl_dec *s, const unsigned char *src, unsigned long n,
+                         unsigned char *dst, int w, int h, int ps, int cs) {
+	int rc = setjmp(s->jump);
+	if (rc != 0) {
+		jpeg_abort_decompress(&s->d);
+		return rc;
+	}
+	jpeg_mem_src(&s->d, src, n);
+	jpeg_read_header(&s->d, TRUE);
+	s->d.out_color_space = (J_COLOR_SPACE)cs;
+	int nsf = 0;
+	tjscalingfactor *sf = tjGetScalingFactors(&nsf);
+	for (int i = 0; i < nsf; i++) {
+		if (TJSCALED((int)s->d.image_width, sf[i]) <= w && TJSCALED((int)s->d.image_height, sf[i]) <= h) {
+			s->d.scale_num = sf[i].num;
+			s->d.scale_denom = sf[i].denom;
+			break;
+		}
+	}
+	jpeg_calc_output_dimensions(&s->d);
+	if ((int)s->d.output_width != w || (int)s->d.output_height != h || s->d.output_components != ps) {
+		// Never write past dst: the header check should make this impossible.
+		snprintf(s->msg, SL_MSG_LEN, "libjpeg would decode %ux%ux%d, not the %dx%dx%d expected",
+		         s->d.output_width, s->d.output_height, s->d.output_components, w, h, ps);
+		jpeg_abort_decompress(&s->d);
+		return 2;
+	}
+	jpeg_start_decompress(&s->d); // progressive: reads every scan here
+	JSAMPROW rows[16];
+	while (s->d.output_scanline < s->d.output_height) {
+		int k = 0;
+		for (; k < 16 && s->d.output_scanline + k < s->d.output_height; k++)
+			rows[k] = dst + (size_t)(s->d.output_scanline + k) * w * ps;
+		jpeg_read_scanlines(&s->d, rows, k);
+	}
+	jpeg_finish_decompress(&s->d);
+	return 0;
 }
 
 static tjhandle sl_init(char *msg) {
@@ -94,9 +215,11 @@ func init() {
 	})
 }
 
-// jpegDecoder is one worker's TurboJPEG decompressor and scratch buffers.
+// jpegDecoder is one worker's decompressors (TurboJPEG's for headers,
+// libjpeg's for decoding) and scratch buffers.
 type jpegDecoder struct {
 	tj      C.tjhandle
+	dec     *C.sl_dec
 	msg     *C.char // SL_MSG_LEN bytes of C memory for error texts
 	scratch []byte  // decoded image before orientation
 	cmyk    []byte  // CMYK samples before conversion
@@ -122,11 +245,20 @@ func (d *jpegDecoder) open() error {
 			return fmt.Errorf("codec: cannot create a TurboJPEG decompressor: %s", d.message())
 		}
 	}
+	if d.dec == nil {
+		if d.dec = C.sl_dec_new(d.msg); d.dec == nil {
+			return fmt.Errorf("codec: cannot create a libjpeg decompressor: %s", d.message())
+		}
+	}
 	return nil
 }
 
 func (d *jpegDecoder) Close() {
 	d.reset()
+	if d.dec != nil {
+		C.sl_dec_free(d.dec)
+		d.dec = nil
+	}
 	if d.msg != nil {
 		C.free(unsafe.Pointer(d.msg))
 		d.msg = nil
@@ -134,13 +266,13 @@ func (d *jpegDecoder) Close() {
 	d.scratch, d.cmyk = nil, nil
 }
 
-// reset drops the handle after a failed call; the next call makes a new
-// one. TurboJPEG 2.1 leaves the decompressor mid-header when libjpeg bails
-// out of tjDecompressHeader3 (it never calls jpeg_abort_decompress there):
-// the next image is then read as the continuation of the broken one, and
-// fails with "Bogus Huffman table definition", as does every later one.
-// tjDecompress2 does abort, but a fresh handle costs little and failures
-// are rare, so any failure but a harmless warning resets.
+// reset drops the TurboJPEG handle after a failed header read; the next
+// call makes a new one. TurboJPEG 2.1 leaves the decompressor mid-header
+// when libjpeg bails out of tjDecompressHeader3 (it never calls
+// jpeg_abort_decompress there): the next image is then read as the
+// continuation of the broken one, and fails with "Bogus Huffman table
+// definition", as does every later one. (sl_decompress aborts its own
+// decompressor on every failure.)
 func (d *jpegDecoder) reset() {
 	if d.tj != nil {
 		C.tjDestroy(d.tj)
@@ -165,7 +297,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 	r := C.sl_read_header(d.tj, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)), d.msg)
 	h := Header{
 		Width: s.width, Height: s.height, Orientation: s.orientation,
-		Scalable: jpegScalable, jpeg: s.layout, Work: int64(s.work),
+		Scalable: jpegScalable, jpeg: s.layout, Work: int64(s.work), Memory: s.coefBytes,
 	}
 	// Set even when the call failed harmlessly (a warning, or the
 	// subsampling below): libjpeg had read the headers.
@@ -211,11 +343,11 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert as Pillow does.
 		d.cmyk = grow(d.cmyk, sh*sw*4)
-		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.TJPF_CMYK); err != nil {
+		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.JCS_CMYK); err != nil {
 			return err
 		}
 		cmykTo(out, d.cmyk, c)
-	} else if err := d.decompress(out, src, sw, sh, c.Channels(), tjFormat(c)); err != nil {
+	} else if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c)); err != nil {
 		return err
 	}
 	if orient != 1 {
@@ -224,23 +356,24 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	return nil
 }
 
-// decompress decodes src into dst as w×h pixels of ps bytes in TurboJPEG
-// pixel format pf.
-func (d *jpegDecoder) decompress(dst, src []byte, w, h, ps int, pf C.int) error {
+// decompress decodes src into dst as w×h pixels of ps bytes in libjpeg
+// colour space cs.
+func (d *jpegDecoder) decompress(dst, src []byte, w, h, ps int, cs C.J_COLOR_SPACE) error {
 	if len(dst) < w*h*ps || w < 1 || h < 1 {
 		// C writes w*h*ps bytes whatever dst holds: never let it overrun.
 		return fmt.Errorf("codec: JPEG destination of %d bytes for %dx%dx%d", len(dst), w, h, ps)
 	}
-	rc := C.sl_decompress(d.tj, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)),
-		(*C.uchar)(unsafe.Pointer(&dst[0])), C.int(w), C.int(h), pf, d.msg)
+	rc := C.sl_decompress(d.dec, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)),
+		(*C.uchar)(unsafe.Pointer(&dst[0])), C.int(w), C.int(h), C.int(ps), C.int(cs))
 	if rc == 0 {
 		return nil
 	}
 	v, err := classifyJPEG(d.message(), rc == 2)
-	if v == jpegHarmless {
-		return nil
+	if v != jpegBad {
+		// The decode stopped at a warning that sl_harmless and jpegmsg.go
+		// disagree about: the pixels are incomplete whatever the text says.
+		return formatErr(Corrupt, "JPEG", "JPEG decode stopped (%s)", d.message())
 	}
-	d.reset()
 	return err
 }
 
@@ -260,18 +393,18 @@ func tjSpace(cs C.int) ColorSpace {
 	return SpaceUnknown
 }
 
-func tjFormat(c Color) C.int {
+func jpegOutSpace(c Color) C.J_COLOR_SPACE {
 	switch c {
 	case BGR:
-		return C.TJPF_BGR
+		return C.JCS_EXT_BGR
 	case Gray:
-		return C.TJPF_GRAY
+		return C.JCS_GRAYSCALE
 	case RGBA:
-		return C.TJPF_RGBA
+		return C.JCS_EXT_RGBA
 	case BGRA:
-		return C.TJPF_BGRA
+		return C.JCS_EXT_BGRA
 	}
-	return C.TJPF_RGB
+	return C.JCS_EXT_RGB
 }
 
 // grow returns b resized to n bytes, reallocating only when it is too small.

@@ -1,11 +1,15 @@
 package codec
 
 import (
+	"bytes"
 	"fmt"
 	"image"
 	"image/color"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
 func TestDecodeJPEGBlocks(t *testing.T) {
@@ -228,11 +232,14 @@ func TestScanJPEGProgression(t *testing.T) {
 		{"sequential, one scan per component", build(sof(0xC0, 3), sos(0, 63, 0, 1), sos(0, 63, 0, 2), sos(0, 63, 0, 3)), ""},
 		{"sequential, a component never coded", build(sof(0xC0, 3), sos(0, 63, 0, 1), sos(0, 63, 0, 2)), Truncated},
 		{"progressive, complete", build(sof(0xC2, 1), sos(0, 0, 0x01, 1), sos(1, 63, 0x01, 1), sos(0, 0, 0x10, 1), sos(1, 63, 0x10, 1)), ""},
-		{"progressive, refinement missing", build(sof(0xC2, 1), sos(0, 0, 0x01, 1), sos(1, 63, 0x01, 1), sos(0, 0, 0x10, 1)), Truncated},
+		// Refinement left pending is a legal script (libjpeg and Pillow
+		// decode it without a warning), as is a coefficient never coded.
+		{"progressive, refinement pending", build(sof(0xC2, 1), sos(0, 0, 0x01, 1), sos(1, 63, 0x01, 1), sos(0, 0, 0x10, 1)), ""},
 		{"progressive, a component's AC never coded", build(sof(0xC2, 2), sos(0, 0, 0, 1, 2), sos(1, 5, 0, 1), sos(6, 63, 0, 1)), ""},
 		{"progressive, high AC never coded", build(sof(0xC2, 1), sos(0, 0, 0, 1), sos(1, 44, 0x01, 1), sos(1, 44, 0x10, 1)), ""},
-		{"progressive, DC never refined", build(sof(0xC2, 1), sos(0, 0, 0x01, 1), sos(1, 63, 0, 1)), Truncated},
+		{"progressive, DC never refined", build(sof(0xC2, 1), sos(0, 0, 0x01, 1), sos(1, 63, 0, 1)), ""},
 		{"progressive, a component without DC", build(sof(0xC2, 2), sos(0, 0, 0, 1), sos(1, 63, 0, 1)), Truncated},
+		{"progressive, a component only refined", build(sof(0xC2, 2), sos(0, 0, 0x01, 1), sos(0, 0, 0x10, 1, 2)), Truncated},
 		{"junk between markers", build([]byte{0x00, 0x11}, sof(0xC0, 1), []byte{0x22}, sos(0, 63, 0, 1)), ""},
 		{"no scan", build(sof(0xC0, 1)), Corrupt},
 		{"scan of an unknown component", build(sof(0xC0, 1), sos(0, 63, 0, 9)), Corrupt},
@@ -367,6 +374,46 @@ func TestDecodeJPEGWarnings(t *testing.T) {
 	}
 	_, err := Decode(garbleScan(src), Options{})
 	wantCause(t, err, Corrupt)
+
+	// A harmless warning no longer hides a later harmful one (TurboJPEG
+	// reported only the first warning, and the garbled image was taken).
+	sos := bytes.LastIndex(src, []byte{0xFF, mSOS})
+	junkFirst := append(append(append([]byte{}, src[:sos]...), 0x01, 0x02), garbleScan(src)[sos:]...)
+	_, err = Decode(junkFirst, Options{})
+	wantCause(t, err, Corrupt)
+	if !strings.Contains(err.Error(), "scan data is corrupt") {
+		t.Errorf("junk, then garbled data: %v", err)
+	}
+}
+
+// TestJPEGStopsAtFirstWarning: the decode ends at the first warning that
+// means damage, not after decoding the whole image. The hostile suite's
+// file (8192×8192, a DC scan and 23 refinements, under the work limit)
+// draws "Inconsistent progression sequence" at its second scan; the same
+// file with a last scan that names an undefined Huffman table, a fatal
+// error, gives the warning's text: libjpeg never reached that scan.
+func TestJPEGStopsAtFirstWarning(t *testing.T) {
+	var src []byte
+	for _, c := range hostile.Of("JPEG") {
+		if c.Name == "jpeg-8192-refine23-bogus" {
+			src = c.Make()
+		}
+	}
+	if src == nil {
+		t.Fatal("no jpeg-8192-refine23-bogus case")
+	}
+	if s, err := scanJPEG(src, LimitsFor(defaultMaxPixels)); err != nil {
+		t.Fatalf("the file must be within the limits: %v (work %d)", err, s.work)
+	}
+	fatalLast := append(append([]byte{}, src[:len(src)-2]...),
+		0xFF, mSOS, 0, 8, 1, 1, 0x11, 1, 63, 0x00, 0x55, 0xFF, mEOI) // AC table 1: never defined
+	for _, f := range [][]byte{src, fatalLast} {
+		_, err := Decode(f, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)})
+		wantCause(t, err, Corrupt)
+		if !strings.Contains(err.Error(), "Inconsistent progression sequence") {
+			t.Errorf("not stopped at the first warning: %v", err)
+		}
+	}
 }
 
 // bogusDHT breaks a JPEG's first Huffman table: our marker walk passes it,
@@ -447,7 +494,7 @@ func TestDecodeConcurrent(t *testing.T) {
 		{append(append([]byte{}, good[:len(good)-2]...), 0x01, 0xFF, mEOI), ""}, // harmless warning
 		{forgedJPEG(64, 64), Truncated},
 		{bogusDHT(good), Corrupt},   // fails in tjDecompressHeader3
-		{garbleScan(good), Corrupt}, // warns in tjDecompress2
+		{garbleScan(good), Corrupt}, // warns in sl_decompress
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {

@@ -4,26 +4,21 @@ import "strings"
 
 // How libjpeg's complaints become causes.
 //
-// Without TJFLAG_STOPONWARNING, tjDecompress2 finishes decoding despite
-// recoverable problems and then returns -1 with the first warning's text.
-// TurboJPEG 2.1 keeps only the last message it was handed: warnings after
-// the first are never formatted, and a fatal error overwrites the text.
-// tjGetErrorCode says TJERR_WARNING whenever any warning was seen, even
-// when a fatal error followed, so the code alone cannot tell a finished
-// decode from an aborted one. The rule is therefore by text:
+// Decoding (sl_decompress in jpeg.go) stops at the first warning that
+// means damage and reports its text; it goes on past harmless ones
+// (sl_harmless, by message code, lists the same warnings as the harmless
+// texts below). Header reading (tjDecompressHeader3) reports the first
+// warning's text, or the fatal error's, which overwrites it. The rule is
+// by text:
 //
-//   - a known warning text means the decode ran to the end; it is
-//     accepted when harmless to the pixels (junk between markers, odd
-//     JFIF/Adobe version fields, ignored ICC or SOS fields), Truncated
-//     for "Premature end of JPEG file", and Corrupt for every warning about
-//     entropy-coded data (bad Huffman or arithmetic code, a segment ending
-//     early, lost restart sync, an inconsistent progression), since those
-//     leave garbage pixels;
+//   - a known warning text: harmless to the pixels (junk between markers,
+//     odd JFIF/Adobe version fields, ignored ICC or SOS fields) is
+//     accepted; "Premature end of JPEG file" is Truncated, and every
+//     warning about entropy-coded data (bad Huffman or arithmetic code, a
+//     segment ending early, lost restart sync, an inconsistent
+//     progression) Corrupt, since those leave garbage pixels;
 //   - any other text is a fatal error: Unsupported for what libjpeg-turbo
 //     cannot do, TooLarge for its dimension limits, Corrupt otherwise.
-//
-// Since only the first warning is seen, a harmless warning can hide a
-// later corrupt-data one; libjpeg gives no way to see past it.
 type jpegVerdict uint8
 
 const (

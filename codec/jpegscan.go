@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"fmt"
 	"math/bits"
 )
 
@@ -21,9 +22,9 @@ const (
 const maxFrameComps = 10
 
 // MaxJPEGScans is the most scans a JPEG may have: libjpeg-turbo's own
-// limit (TJFLAG_LIMITSCANS), which libjpeg enforces only on reaching scan
-// 501, after decoding the 500 before it; the marker walk refuses such
-// files before decoding. Photos have 1 (sequential) to about 10 scans
+// limit (TJFLAG_LIMITSCANS; sl_decompress applies the same), enforced
+// only on reaching scan 501, after decoding the 500 before it; the marker
+// walk refuses such files before decoding. Photos have 1 (sequential) to about 10 scans
 // (progressive); the corpus's most is 14.
 const MaxJPEGScans = 500
 
@@ -34,19 +35,33 @@ const MaxJPEGScans = 500
 // decoded, and stands for what a scan can cost beyond the data it holds
 // (which max_image_bytes bounds). libjpeg visits every 8×8 block of each
 // component a scan codes, however little data the scan holds: 64 units
-// per block (one per sample). Huffman decoding stops at the end of a
-// scan's data, but arithmetic decoding goes on deciding every coefficient
-// of the scan's band from zeros: an arithmetic scan costs 16 more units
-// per block and coefficient of its band (measured: refining 63 dense
-// coefficients without data costs 17.6 visits; this counts 16.75).
+// per block (one per sample). A refinement scan (Ah > 0) costs more: in
+// an end-of-band run libjpeg still reads every coefficient of the band of
+// every block, to find the nonzero ones it must correct, so the scan
+// walks the whole coefficient buffer (128 MB at 64 MP) where a first scan
+// skips the blocks of a run. Refinement scans cost 64 units per block
+// plus 3 per coefficient of their band. Measured per block and scan, at
+// 8192×8192 with data-less scans, against ManyScans' files (the 0.33 ns
+// calibration below, mostly refinements of one coefficient): first scans
+// cost 0.2 (AC, end-of-band runs) to 1.3 (DC, a bit per block) of its 64
+// units, DC refinements 0.4 to 1.1, AC refinements of 1 coefficient 1.0,
+// of 1..32 1.2, of 1..63 1.9 to 2.2; a whole file of a DC scan and 94
+// refinements of 1..63 took 5.7 s of CPU here (2.8 times its 64 units
+// a scan), and 7.75 s on the server (3.9 times: the 253 units counted).
+// Huffman decoding stops at the end of a scan's data, but arithmetic
+// decoding goes on deciding every coefficient of the scan's band from
+// zeros: an arithmetic scan costs 16 more units per block and coefficient
+// of its band (measured: refining 63 dense coefficients without data
+// costs 17.6 visits; this counts 16.75).
 //
-// An 8192×8192 frame with 499 near-empty scans is a 190 KB file that
-// costs 33 G units, 11 s of CPU (about 0.33 ns per unit). A sequential
-// colour JPEG costs 1.5 (4:2:0) to 3 (4:4:4) units per pixel (17 times
-// more if arithmetic-coded), libjpeg's standard progressive script 8 to
-// 14; the corpus's most is 26 (arithmetic 4:2:0), and its most for one
-// photo 127 M units. Under the default 64 MP limit the budget is 6.4 G
-// units: 50 times that photo, over 3 times what the costliest corpus
+// An 8192×8192 frame with 499 near-empty scans (ManyScans) is a 190 KB
+// file that took 11 s of CPU for 33 G units counted as 64 a block (about
+// 0.33 ns per unit; 35 G with refinements priced). A sequential colour
+// JPEG costs 1.5 (4:2:0) to 3 (4:4:4) units per pixel (17 times more if
+// arithmetic-coded), libjpeg's standard progressive script 15.5 to 26;
+// the corpus's most is 27 (a GIMP progressive 4:4:4), and its most for
+// one photo 246 M units. Under the default 64 MP limit the budget is
+// 6.4 G units: 26 times that photo, 3.5 times what the costliest corpus
 // photo would need at the pixel limit, and about 2 s of CPU for the worst
 // file, against 1 to 1.6 s to decode a 64 MP progressive photo
 // (extrapolated from the corpus's).
@@ -90,7 +105,8 @@ type jpegScan struct {
 	width, height int
 	orientation   int // EXIF orientation, 0 when absent
 	scans         int
-	work          int // units of decode work of all scans, saturating
+	work          int   // units of decode work of all scans, saturating
+	coefBytes     int64 // libjpeg's whole-image coefficient buffer, when it has one
 }
 
 // frameComp is what the walk keeps of one frame component.
@@ -98,8 +114,7 @@ type frameComp struct {
 	id      byte
 	h, v    int    // sampling factors
 	blocks  int    // 8×8 blocks a scan of it visits, MCU padding included
-	started uint64 // coefficients some scan has begun to code
-	done    uint64 // coefficients coded down to their last bit (Al = 0)
+	started uint64 // coefficients some first scan (Ah = 0) has coded
 }
 
 // scanJPEG walks the whole marker structure of b without decoding, the way
@@ -110,19 +125,24 @@ type frameComp struct {
 // a decode: the EXIF orientation (needed to size the output), what the
 // scans will cost (libjpeg counts scans only as it decodes them), whether
 // the data ends before EOI (libjpeg would decode a grey-padded image
-// with a warning, after we allocated for it), and whether a progressive
-// image's scans ever complete. Go's video-001.progressive.truncated.jpeg is
-// a progressive stream cut after four scans with an EOI appended: libjpeg
-// decodes it without a single warning, as a blurry approximation. The
-// standard lets a scan script leave coefficients uncoded, or never refine
-// them to full precision; encoders do the first (high frequencies
-// dropped), never the second. So an image is complete when every
-// component has its DC coded and every coefficient a scan began to code
-// was refined down to its last bit (Al = 0); anything less is a truncated
-// upload. A cut that leaves no refinement pending cannot be told from a
-// script that stops there, and decodes as libjpeg and Pillow decode it.
+// with a warning, after we allocated for it), and whether every component
+// is coded at all. The standard lets a progressive scan script leave
+// coefficients uncoded, or stop before refining them to full precision,
+// and libjpeg's encoder writes such scripts when asked (it checks only
+// that every component gets a DC scan); libjpeg and Pillow decode them
+// without a warning. So a progressive image is complete when every
+// component has a DC scan, whatever refinement is left: a stream cut
+// between two scans with an EOI appended (Go's
+// video-001.progressive.truncated.jpeg) cannot be told from such a script,
+// and decodes as libjpeg and Pillow decode it. A stream whose data really
+// ends early is still Truncated: no EOI (refused here), or cut inside a
+// scan (libjpeg's warning, which stops the decode). A component without
+// any DC scan, or a sequential one never coded, is refused as Truncated
+// (libjpeg's encoder refuses to write either; its decoder leaves the
+// component flat).
 //
-// lim bounds the frame's pixels and the work of its scans; MaxJPEGScans
+// lim bounds the frame's pixels, the work of its scans and the memory of
+// libjpeg's coefficient buffer (progressive or multi-scan); MaxJPEGScans
 // bounds the scans whatever lim is. The limits are checked over the whole
 // walk, so that their errors give the whole counts.
 func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
@@ -137,6 +157,18 @@ func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
 		return s, formatErr(TooLarge, "JPEG",
 			"%s JPEG's %d scans need %d units of decode work (%.1f per pixel of its %dx%d), over the work limit of %d",
 			s.layout.process(), s.scans, s.work, float64(s.work)/float64(s.width*s.height), s.width, s.height, lim.MaxWork)
+	}
+	// A progressive or multi-scan JPEG is decoded into a buffer of every
+	// block's coefficients (2 bytes each) before any output: 6 bytes a
+	// pixel for 4:4:4 colour, 20 for 10 full-size components.
+	if err == nil && (progressive(s.layout.sof) || s.scans > 1) {
+		for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
+			s.coefBytes += int64(comps[i].blocks) * 128
+		}
+		if e := lim.overMemory("JPEG", s.coefBytes, fmt.Sprintf("coefficients of %d components of %dx%d, %d scans",
+			s.layout.components, s.width, s.height, s.scans)); e != nil {
+			return s, e
+		}
 	}
 	if err == nil {
 		err = s.checkComplete(&comps)
@@ -262,28 +294,26 @@ func (s *jpegScan) readSOF(m byte, seg []byte, comps *[maxFrameComps]frameComp) 
 	return nil
 }
 
-// readSOS records which coefficients a scan begins and completes, and
-// adds its work.
+// readSOS records which coefficients a first scan codes, and adds the
+// scan's work.
 func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	if len(seg) < 1 || len(seg) < 1+2*int(seg[0])+3 {
 		return formatErr(Corrupt, "JPEG", "bogus JPEG SOS length %d", len(seg))
 	}
 	ns := int(seg[0])
-	ss, se, ah, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&0x0F)
-	var band, started, done uint64
+	ss, se, ah := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4)
+	var band, started uint64
 	if ss <= se && se < 64 {
 		band = (^uint64(0) >> (63 - se)) &^ (uint64(1)<<ss - 1)
 	}
 	unit := 64 // work per block (see JPEGWorkPerPixel)
 	switch {
 	case !progressive(s.layout.sof):
-		started, done = ^uint64(0), ^uint64(0) // a sequential scan codes its components fully
-	case ah == 0 && al == 0:
-		started, done = band, band
+		started = ^uint64(0) // a sequential scan codes its components fully
 	case ah == 0:
 		started = band
-	case al == 0:
-		done = band
+	default: // refinement: reads the whole band of every block
+		unit += 3 * bits.OnesCount64(band)
 	}
 	if s.layout.sof == 0xC9 || s.layout.sof == 0xCA { // arithmetic coding
 		unit += 16 * bits.OnesCount64(band)
@@ -298,9 +328,8 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 			return formatErr(Corrupt, "JPEG", "JPEG scan names component %d, which the frame lacks", id)
 		}
 		comps[c].started |= started
-		comps[c].done |= done
 		// Saturates far below overflow: a scan adds at most 10 components
-		// of 65535²/64 blocks of 1088 units.
+		// of 65535²/64 blocks of 1280 units.
 		s.work = min(s.work+unit*comps[c].blocks, 1<<62)
 	}
 	return nil
@@ -309,12 +338,7 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 func (s *jpegScan) checkComplete(comps *[maxFrameComps]frameComp) *Error {
 	for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
 		c := &comps[i]
-		if open := c.started &^ c.done; open != 0 {
-			return formatErr(Truncated, "JPEG",
-				"%s JPEG ends before its last scan (component %d has coefficients not refined to full precision: %d of 64)",
-				s.layout.process(), c.id, bits.OnesCount64(open))
-		}
-		if c.done&1 == 0 {
+		if c.started&1 == 0 {
 			return formatErr(Truncated, "JPEG", "%s JPEG ends before its last scan (component %d has no DC scan)",
 				s.layout.process(), c.id)
 		}

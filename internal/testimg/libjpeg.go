@@ -33,7 +33,7 @@ typedef struct {
 // sets the scan script. On failure it returns an empty buffer and the
 // message in msg.
 static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_space, int arith,
-                        const jpeg_scan_info *scans, int nscans, char *msg) {
+                        int luma_h, int luma_v, const jpeg_scan_info *scans, int nscans, char *msg) {
 	struct jpeg_compress_struct c;
 	sl_err e;
 	sl_out out = {NULL, 0};
@@ -57,6 +57,10 @@ static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_s
 	if (rgb_space)
 		jpeg_set_colorspace(&c, JCS_RGB);
 	jpeg_set_quality(&c, q, TRUE);
+	if (luma_h > 0) {
+		c.comp_info[0].h_samp_factor = luma_h;
+		c.comp_info[0].v_samp_factor = luma_v;
+	}
 	c.arith_code = arith;
 	if (scans != NULL) {
 		c.scan_info = scans;
@@ -97,6 +101,10 @@ type LibJPEGOptions struct {
 	RGB bool
 	// Arithmetic codes with arithmetic coding rather than Huffman's.
 	Arithmetic bool
+	// Luma is the luma's sampling factors (horizontal, vertical) against
+	// chroma's 1×1: {1, 1} is 4:4:4, {2, 1} 4:2:2, {1, 2} 4:4:0; zero
+	// leaves libjpeg's default, 4:2:0 for YCbCr.
+	Luma [2]int
 	// Scans is the scan script (libjpeg checks it); nil is one
 	// sequential scan.
 	Scans []Scan
@@ -128,7 +136,7 @@ func LibJPEG(rgb []byte, w, h int, o LibJPEGOptions) ([]byte, error) {
 	}
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	out := C.sl_encode((*C.uchar)(unsafe.Pointer(&rgb[0])), C.int(w), C.int(h), C.int(o.Quality),
-		cbool(o.RGB), cbool(o.Arithmetic), sp, C.int(len(scans)), &msg[0])
+		cbool(o.RGB), cbool(o.Arithmetic), C.int(o.Luma[0]), C.int(o.Luma[1]), sp, C.int(len(scans)), &msg[0])
 	if out.buf == nil {
 		return nil, fmt.Errorf("testimg: libjpeg: %s", C.GoString(&msg[0]))
 	}

@@ -1,6 +1,9 @@
 package testimg
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // MaxScans is the most scans ManyScans can write: one DC scan, then each
 // of the 63 AC coefficients coded alone with successive approximation from
@@ -106,4 +109,66 @@ func (b *bitWriter) flush(out []byte) []byte {
 	out = append(out, b.bytes...)
 	b.bytes, b.acc, b.n = b.bytes[:0], 0, 0
 	return out
+}
+
+// GreyScript writes a w×h greyscale progressive JPEG of flat grey (every
+// coefficient zero, DC included) coded by the given scan script, each
+// scan holding the least data it can: DC first scans one 1-bit code per
+// block, DC refinement scans one correction bit per block, AC scans (first
+// or refinement) a few end-of-band runs. Scans' Comps are ignored (there
+// is one component). Nothing checks the script: a bogus progression makes
+// libjpeg warn, which is what some tests want. empty lists scans (by
+// index) written without any data, which libjpeg reads as data ending
+// early.
+func GreyScript(w, h int, script []Scan, empty ...int) []byte {
+	if w < 1 || h < 1 || w > 65535 || h > 65535 {
+		panic("testimg: GreyScript out of range")
+	}
+	out := []byte{0xFF, 0xD8}
+	seg := func(m byte, body ...byte) {
+		out = append(out, 0xFF, m)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(body)+2))
+		out = append(out, body...)
+	}
+	q := make([]byte, 65)
+	for i := 1; i < 65; i++ {
+		q[i] = 1
+	}
+	seg(0xDB, q...)
+	seg(0xC2, 8, byte(h>>8), byte(h), byte(w>>8), byte(w), 1, 1, 0x11, 0)
+	dc := append([]byte{0x00, 1}, make([]byte, 15)...)
+	seg(0xC4, append(dc, 0)...)
+	ac := append([]byte{0x10, 0, 0, 0, 15}, make([]byte, 12)...)
+	for r := range 15 {
+		ac = append(ac, byte(r<<4))
+	}
+	seg(0xC4, ac...)
+
+	blocks := ((w + 7) / 8) * ((h + 7) / 8)
+	var bw bitWriter
+	for i, s := range script {
+		seg(0xDA, 1, 1, 0x00, byte(s.Ss), byte(s.Se), byte(s.Ah<<4|s.Al))
+		if slices.Contains(empty, i) {
+			continue
+		}
+		if s.Ss == 0 {
+			// DC: a category-0 code, or a correction bit of 0, per block.
+			for range blocks {
+				bw.put(0, 1)
+			}
+		} else {
+			for n := blocks; n > 0; {
+				run := min(n, 1<<15-1)
+				r := 0
+				for 2<<r <= run {
+					r++
+				}
+				bw.put(uint32(r), 4)
+				bw.put(uint32(run-1<<r), r)
+				n -= run
+			}
+		}
+		out = bw.flush(out)
+	}
+	return append(out, 0xFF, 0xD9)
 }
