@@ -64,65 +64,76 @@ func (d *jp2Decoder) Close() {
 }
 
 func (d *jp2Decoder) Header(src []byte, lim Limits) (Header, error) {
-	maxPixels := lim.MaxPixels
-	info, err := d.header(src, maxPixels)
+	info, est, err := d.header(src, lim, true)
 	if err != nil {
 		return Header{}, err
 	}
-	return Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1}, nil
+	return Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1,
+		Work: est.work, Memory: est.memory}, nil
 }
 
 var jp2Spaces = map[C.int]string{C.OPJ_CLRSPC_SYCC: "sYCC", C.OPJ_CLRSPC_EYCC: "e-YCC", C.OPJ_CLRSPC_CMYK: "CMYK"}
 
-func (d *jp2Decoder) header(src []byte, maxPixels int) (C.sl_jp2_info, error) {
+// header checks src's SIZ against the limits, then (with cost) the
+// estimated memory and work, all before OpenJPEG reads it, and then has
+// OpenJPEG read the header.
+func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, jp2Estimate, error) {
 	var none C.sl_jp2_info
+	var est jp2Estimate
 	if d.st == nil {
-		return none, fmt.Errorf("codec: JPEG 2000 decoder used after Close")
+		return none, est, fmt.Errorf("codec: JPEG 2000 decoder used after Close")
 	}
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
 	cs := src
 	if jp2 {
 		var err *Error
 		if cs, err = jp2Codestream(src); err != nil {
-			return none, err
+			return none, est, err
 		}
 	}
 	siz, serr := parseSIZ(cs)
 	if serr != nil {
-		return none, serr
+		return none, est, serr
 	}
-	if err := TooLargeErr("JPEG 2000", siz.width, siz.height, maxPixels); err != nil {
-		return none, err
+	if err := TooLargeErr("JPEG 2000", siz.width, siz.height, lim.MaxPixels); err != nil {
+		return none, est, err
 	}
 	if siz.comps < 1 || siz.comps > C.SL_JP2_MAX_COMPS {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d components is not supported", siz.comps)
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d components is not supported", siz.comps)
 	}
 	if siz.tiles > jp2MaxTiles || siz.tiles > 1+uint64(siz.width)*uint64(siz.height)/jp2MinTileArea {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d tiles for %dx%d pixels is not supported",
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d tiles for %dx%d pixels is not supported",
 			siz.tiles, siz.width, siz.height)
+	}
+	if cost {
+		// Before OpenJPEG: opj_read_header already allocates per tile.
+		var cerr *Error
+		if est, cerr = jp2Cost(cs, siz, lim); cerr != nil {
+			return none, est, cerr
+		}
 	}
 	info := C.sl_jp2_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), d.st)
 	if info.rc != 0 {
-		return none, jp2Error(C.GoString(&d.st.err[0]))
+		return none, est, jp2Error(C.GoString(&d.st.err[0]))
 	}
 	w, h := int(info.x1)-int(info.x0), int(info.y1)-int(info.y0)
 	if w != siz.width || h != siz.height || int(info.comps) != siz.comps {
-		return none, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header (%dx%d, %d components) disagrees with SIZ (%dx%d, %d)",
+		return none, est, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header (%dx%d, %d components) disagrees with SIZ (%dx%d, %d)",
 			w, h, int(info.comps), siz.width, siz.height, siz.comps)
 	}
 	if name, ok := jp2Spaces[info.space]; ok {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 in the %s colour space is not supported", name)
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 in the %s colour space is not supported", name)
 	}
 	for k := 0; k < int(info.comps); k++ {
 		if info.prec[k] < 1 || info.prec[k] > 16 {
-			return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d-bit samples is not supported", int(info.prec[k]))
+			return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d-bit samples is not supported", int(info.prec[k]))
 		}
 		if info.dx[k] != 1 || info.dy[k] != 1 {
-			return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with subsampled components (%dx%d) is not supported",
+			return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with subsampled components (%dx%d) is not supported",
 				int(info.dx[k]), int(info.dy[k]))
 		}
 	}
-	return info, nil
+	return info, est, nil
 }
 
 func cBool(b bool) C.int {
@@ -137,7 +148,7 @@ func cBool(b bool) C.int {
 // decoding, each packet of the layers and resolution levels costs input
 // bytes, and the tile count is capped. Decoding is at full resolution.
 func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
-	info, err := d.header(src, 0)
+	info, _, err := d.header(src, Limits{}, false)
 	if err != nil {
 		return err
 	}
