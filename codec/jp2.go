@@ -143,10 +143,10 @@ func cBool(b bool) C.int {
 	return 0
 }
 
-// Decode: OpenJPEG's work is bounded by the header checked above: pixels ×
-// components × bit planes (precision ≤ 16, plus guard bits) for the block
-// decoding, each packet of the layers and resolution levels costs input
-// bytes, and the tile count is capped. Decoding is at full resolution.
+// Decode: OpenJPEG's memory and work were estimated and checked by Header
+// (jp2Cost: samples × bit-planes, code-blocks, precincts, layers × code-
+// blocks for the packet headers, tiles); Decode reads the header again
+// without the estimates. Decoding is at full resolution.
 func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	info, _, err := d.header(src, Limits{}, false)
 	if err != nil {

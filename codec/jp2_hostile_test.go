@@ -220,3 +220,24 @@ func TestJP2Large(t *testing.T) {
 		}
 	}
 }
+
+// jp2HostileSeeds are FuzzJP2's seeds of the hostile shapes, small: 4x4
+// code-blocks, 2x2 precincts, layers of one-byte packets that walk every
+// code-block, a tile-part COD, tiles, and the registered cases themselves
+// (refused at once).
+func jp2HostileSeeds() [][]byte {
+	var out [][]byte
+	for _, s := range []hostile.J2KSpec{
+		{Width: 64, Height: 64, Levels: 3, CblkExp: 2},
+		{Width: 48, Height: 40, Levels: 2, PrecinctExp: 1},
+		{Width: 64, Height: 64, Levels: 3, Layers: 12, CblkExp: 2, Packet: 0x80},
+		{Width: 64, Height: 64, Levels: 2, TileCblkExp: 2},
+		{Width: 96, Height: 64, TileWidth: 32, TileHeight: 32, Comps: 3, Levels: 2, Layers: 3, CblkExp: 3, Packet: 0x80},
+	} {
+		out = append(out, hostile.J2K(s))
+	}
+	for _, c := range hostile.Of("JPEG 2000") {
+		out = append(out, c.Make())
+	}
+	return out
+}

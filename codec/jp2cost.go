@@ -29,8 +29,11 @@ const (
 )
 
 // What OpenJPEG 2.5 allocates, in bytes (sizeof on 64-bit, malloc's 16
-// bytes of overhead added where it allocates per item); measured against
-// RSS by TestJP2MemoryModel's shapes, see docs/reliability.md.
+// bytes of overhead added where it allocates per item). Checked against
+// the peak RSS of decoding hostile.J2K shapes (4x4 code-blocks, 2x2 and
+// 8x8 precincts, 256 layers, 4096 tiles) and opj_compress files: the
+// estimates came within 10% of the measured peaks (2.01 GB for 1.97 GB at
+// 8192x8192 of 4x4 code-blocks).
 const (
 	// jp2MemPerSample: the image's int32 samples (opj_image_comp_t.data)
 	// and the 8-bit copy jp2mem.c makes of them (d.pix).
