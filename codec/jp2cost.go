@@ -107,7 +107,12 @@ type jp2Comp struct {
 	set        bool
 	planes     int // most coded bit-planes (QCD/QCC)
 	planesSeen bool
+	roi        bool // an RGN shift, which adds bit-planes
 }
+
+// jp2MaxPlanes: OpenJPEG's Tier-1 refuses a code-block of 31 bit-planes
+// or more, region-of-interest shift included.
+const jp2MaxPlanes = 30
 
 const jp2MaxResolutions = 33 // 32 decomposition levels + 1
 
@@ -282,6 +287,10 @@ func (st *jp2Stream) segment(m uint16, b []byte, tile bool) *Error {
 			return j2kErr(Corrupt, "QCC segment names no valid component")
 		}
 		st.comps[c].quant(rest)
+	case 0xff5e: // RGN: Crgn, Srgn, SPrgn, a shift that adds bit-planes
+		if c, _, ok := compIdx(); ok {
+			st.comps[c].roi = true
+		}
 	case 0xff5f: // POC: 7 or 9 bytes a change
 		n := 7
 		if ncomps > 256 {
@@ -373,9 +382,9 @@ func jp2Cost(cs []byte, siz j2kSIZ, lim Limits) (jp2Estimate, *Error) {
 			for k := range st.comps {
 				c := &st.comps[k]
 				tc := c.tileComp(x0, y0, x1, y1)
-				planes := 38 // the most a band can have, without QCD/QCC
-				if c.planesSeen {
-					planes = max(c.planes, 1)
+				planes := jp2MaxPlanes // without QCD/QCC, or shifted by RGN
+				if c.planesSeen && !c.roi {
+					planes = min(max(c.planes, 1), jp2MaxPlanes)
 				}
 				work += (x1 - x0) * (y1 - y0) * int64(planes) * jp2WorkPerSamplePlane
 				tileMem += tc.cblks*(jp2MemPerCblk+2*jp2MemPerNode*4/3) + tc.bandPrecincts*jp2MemPerPrecinct
