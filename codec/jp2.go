@@ -43,7 +43,7 @@ const (
 // colour images and truncated for grey (Pillow's "I;16", high byte kept).
 type jp2Decoder struct {
 	st  *C.sl_jp2_state // C memory: messages
-	pix []byte          // decoded pixels, comps bytes each
+	pix []byte          // a strip of decoded pixels, comps bytes each
 	row []byte          // one row of 8-bit RGBA
 }
 
@@ -57,6 +57,7 @@ func newJP2Decoder() (FormatDecoder, error) {
 
 func (d *jp2Decoder) Close() {
 	if d.st != nil {
+		C.sl_jp2_release(d.st)
 		C.free(unsafe.Pointer(d.st))
 		d.st = nil
 	}
@@ -136,6 +137,11 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 	return info, est, nil
 }
 
+// jp2StripSamples: the decoded image is brought to 8 bits a strip of
+// rows of about this many samples at a time (one row at the least), not
+// as a whole second copy.
+const jp2StripSamples = 1 << 18
+
 func cBool(b bool) C.int {
 	if b {
 		return 1
@@ -156,10 +162,9 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	if w != h.Width || hh != h.Height {
 		return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header changed from %dx%d to %dx%d", h.Width, h.Height, w, hh)
 	}
-	d.pix = grow(d.pix, w*hh*n)
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
-	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info,
-		(*C.uchar)(unsafe.Pointer(&d.pix[0])), C.size_t(len(d.pix)), d.st)
+	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info, d.st)
+	defer C.sl_jp2_release(d.st)
 	msg := C.GoString(&d.st.err[0])
 	switch rc {
 	case 0:
@@ -173,8 +178,16 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	c := o.color()
 	ch := c.Channels()
 	d.row = grow(d.row, 4*w)
-	for y := 0; y < hh; y++ {
-		packSamples(dst[y*w*ch:(y+1)*w*ch], d.pix[y*w*n:(y+1)*w*n], d.row, n, c)
+	strip := max(1, min(hh, jp2StripSamples/(w*n)))
+	d.pix = grow(d.pix, strip*w*n)
+	for y0 := 0; y0 < hh; y0 += strip {
+		k := min(strip, hh-y0)
+		if C.sl_jp2_rows(d.st, C.uint32_t(y0), C.uint32_t(k), (*C.uchar)(unsafe.Pointer(&d.pix[0])), C.size_t(k*w*n)) != 0 {
+			return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 image is inconsistent (rows %d to %d)", y0, y0+k)
+		}
+		for y := 0; y < k; y++ {
+			packSamples(dst[(y0+y)*w*ch:(y0+y+1)*w*ch], d.pix[y*w*n:(y+1)*w*n], d.row, n, c)
+		}
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func TestJP2EstimateEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 512x384 samples and 3072 code-blocks of 8x8 walked in 8 layers.
-	if h.Memory < 512*384*5+3072*jp2MemPerCblk || h.Work < 3072*8*jp2WorkPerCblkLayerLevel {
+	if h.Memory < 512*384*jp2MemPerSample+3072*jp2MemPerCblk || h.Work < 3072*8*jp2WorkPerCblkLayerLevel {
 		t.Fatalf("estimates %d bytes, %d units: too low", h.Memory, h.Work)
 	}
 	img, err := Decode(src, Options{Color: Gray, Limits: Limits{MaxPixels: 512 * 384, MaxWork: h.Work, MaxMemory: h.Memory}})

@@ -35,9 +35,9 @@ const (
 // estimates came within 10% of the measured peaks (2.01 GB for 1.97 GB at
 // 8192x8192 of 4x4 code-blocks).
 const (
-	// jp2MemPerSample: the image's int32 samples (opj_image_comp_t.data)
-	// and the 8-bit copy jp2mem.c makes of them (d.pix).
-	jp2MemPerSample = 4 + 1
+	// jp2MemPerSample: the image's int32 samples (opj_image_comp_t.data);
+	// they are brought to 8 bits a strip at a time (jp2StripSamples).
+	jp2MemPerSample = 4
 	// jp2MemPerTileSample: with more than one tile, each tile's int32
 	// tile-component buffer beside the image.
 	jp2MemPerTileSample = 4
@@ -363,7 +363,7 @@ func jp2Cost(cs []byte, siz j2kSIZ, lim Limits) (jp2Estimate, *Error) {
 	var e jp2Estimate
 	e.layers = layers
 	samples := int64(siz.width) * int64(siz.height) * int64(siz.comps)
-	e.memory = samples*jp2MemPerSample + int64(len(cs))*jp2MemPerInputByte +
+	e.memory = samples*jp2MemPerSample + jp2StripSamples + int64(siz.width)*int64(siz.comps) + int64(len(cs))*jp2MemPerInputByte +
 		int64(siz.tiles)*(jp2MemPerTile+int64(siz.comps)*jp2MemPerTileComp)
 	work := samples * jp2WorkPerSample
 	// OpenJPEG sets up one tile at a time, reusing the structures: the
