@@ -43,13 +43,36 @@ type msgCause struct {
 	cause    Cause
 }
 
-// messageError classifies a failed library call's message: the first
-// fragment msg contains names the cause; anything else is Corrupt.
+// allocFailures are the fragments of the C libraries' messages for a
+// failed allocation: the image needed more memory than the process could
+// have, which is TooLarge ("too large"), not bad data. libtiff: "Out of
+// memory", "No space for <buffer>", "Failed to allocate memory for ...",
+// "Cannot allocate <buffer>"; OpenJPEG: "Not enough memory to/for ...",
+// "Cannot allocate ...", "Cannot decode tile, memory error" (what
+// opj_tcd_init_decode_tile's failed mallocs leave), "Error allocating
+// tile component data", "Failed to allocate image header", "Size of tile
+// data exceeds system limits" (its tile buffer's allocation failing, or
+// that size overflowing), "cannot allocate opj_tcd_seg_data_chunk_t";
+// jp2mem.c's "out of memory".
+var allocFailures = []string{
+	"Out of memory", "out of memory", "No space for", "No space to",
+	"Failed to allocate", "Cannot allocate", "cannot allocate", "Unable to allocate",
+	"Not enough memory", "memory error", "Error allocating", "exceeds system limits",
+}
+
+// messageError classifies a failed library call's message: an allocation
+// failure is TooLarge; otherwise the first of causes' fragments msg
+// contains names the cause; anything else is Corrupt.
 func messageError(format string, causes []msgCause, msg string) *Error {
 	if msg == "" {
 		msg = "no message"
 	}
 	cause := Corrupt
+	for _, a := range allocFailures {
+		if strings.Contains(msg, a) {
+			return formatErr(TooLarge, format, "%s decode failed: out of memory (%s)", format, msg)
+		}
+	}
 	for _, c := range causes {
 		if strings.Contains(msg, c.contains) {
 			cause = c.cause

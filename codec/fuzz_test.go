@@ -224,6 +224,9 @@ func FuzzJP2(f *testing.F) {
 	formatSeeds(f, ".jp2", ".j2k")
 	f.Add(j2kWithSIZ(64, 64, 16, 16, 3))
 	f.Add(j2kWithSIZ(100000, 10, 100000, 10, 1))
+	for _, b := range jp2HostileSeeds() {
+		f.Add(b)
+	}
 	fuzzFormat(f, "JPEG 2000", []byte(j2kMagic))
 }
 

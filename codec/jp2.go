@@ -43,7 +43,7 @@ const (
 // colour images and truncated for grey (Pillow's "I;16", high byte kept).
 type jp2Decoder struct {
 	st  *C.sl_jp2_state // C memory: messages
-	pix []byte          // decoded pixels, comps bytes each
+	pix []byte          // a strip of decoded pixels, comps bytes each
 	row []byte          // one row of 8-bit RGBA
 }
 
@@ -57,6 +57,7 @@ func newJP2Decoder() (FormatDecoder, error) {
 
 func (d *jp2Decoder) Close() {
 	if d.st != nil {
+		C.sl_jp2_release(d.st)
 		C.free(unsafe.Pointer(d.st))
 		d.st = nil
 	}
@@ -64,66 +65,82 @@ func (d *jp2Decoder) Close() {
 }
 
 func (d *jp2Decoder) Header(src []byte, lim Limits) (Header, error) {
-	maxPixels := lim.MaxPixels
-	info, err := d.header(src, maxPixels)
+	info, est, err := d.header(src, lim, true)
 	if err != nil {
 		return Header{}, err
 	}
-	return Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1}, nil
+	return Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1,
+		Work: est.work, Memory: est.memory}, nil
 }
 
 var jp2Spaces = map[C.int]string{C.OPJ_CLRSPC_SYCC: "sYCC", C.OPJ_CLRSPC_EYCC: "e-YCC", C.OPJ_CLRSPC_CMYK: "CMYK"}
 
-func (d *jp2Decoder) header(src []byte, maxPixels int) (C.sl_jp2_info, error) {
+// header checks src's SIZ against the limits, then (with cost) the
+// estimated memory and work, all before OpenJPEG reads it, and then has
+// OpenJPEG read the header.
+func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, jp2Estimate, error) {
 	var none C.sl_jp2_info
+	var est jp2Estimate
 	if d.st == nil {
-		return none, fmt.Errorf("codec: JPEG 2000 decoder used after Close")
+		return none, est, fmt.Errorf("codec: JPEG 2000 decoder used after Close")
 	}
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
 	cs := src
 	if jp2 {
 		var err *Error
 		if cs, err = jp2Codestream(src); err != nil {
-			return none, err
+			return none, est, err
 		}
 	}
 	siz, serr := parseSIZ(cs)
 	if serr != nil {
-		return none, serr
+		return none, est, serr
 	}
-	if err := TooLargeErr("JPEG 2000", siz.width, siz.height, maxPixels); err != nil {
-		return none, err
+	if err := TooLargeErr("JPEG 2000", siz.width, siz.height, lim.MaxPixels); err != nil {
+		return none, est, err
 	}
 	if siz.comps < 1 || siz.comps > C.SL_JP2_MAX_COMPS {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d components is not supported", siz.comps)
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d components is not supported", siz.comps)
 	}
 	if siz.tiles > jp2MaxTiles || siz.tiles > 1+uint64(siz.width)*uint64(siz.height)/jp2MinTileArea {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d tiles for %dx%d pixels is not supported",
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d tiles for %dx%d pixels is not supported",
 			siz.tiles, siz.width, siz.height)
+	}
+	if cost {
+		// Before OpenJPEG: opj_read_header already allocates per tile.
+		var cerr *Error
+		if est, cerr = jp2Cost(cs, siz, lim); cerr != nil {
+			return none, est, cerr
+		}
 	}
 	info := C.sl_jp2_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), d.st)
 	if info.rc != 0 {
-		return none, jp2Error(C.GoString(&d.st.err[0]))
+		return none, est, jp2Error(C.GoString(&d.st.err[0]))
 	}
 	w, h := int(info.x1)-int(info.x0), int(info.y1)-int(info.y0)
 	if w != siz.width || h != siz.height || int(info.comps) != siz.comps {
-		return none, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header (%dx%d, %d components) disagrees with SIZ (%dx%d, %d)",
+		return none, est, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header (%dx%d, %d components) disagrees with SIZ (%dx%d, %d)",
 			w, h, int(info.comps), siz.width, siz.height, siz.comps)
 	}
 	if name, ok := jp2Spaces[info.space]; ok {
-		return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 in the %s colour space is not supported", name)
+		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 in the %s colour space is not supported", name)
 	}
 	for k := 0; k < int(info.comps); k++ {
 		if info.prec[k] < 1 || info.prec[k] > 16 {
-			return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d-bit samples is not supported", int(info.prec[k]))
+			return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d-bit samples is not supported", int(info.prec[k]))
 		}
 		if info.dx[k] != 1 || info.dy[k] != 1 {
-			return none, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with subsampled components (%dx%d) is not supported",
+			return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with subsampled components (%dx%d) is not supported",
 				int(info.dx[k]), int(info.dy[k]))
 		}
 	}
-	return info, nil
+	return info, est, nil
 }
+
+// jp2StripSamples: the decoded image is brought to 8 bits a strip of
+// rows of about this many samples at a time (one row at the least), not
+// as a whole second copy.
+const jp2StripSamples = 1 << 18
 
 func cBool(b bool) C.int {
 	if b {
@@ -132,12 +149,12 @@ func cBool(b bool) C.int {
 	return 0
 }
 
-// Decode: OpenJPEG's work is bounded by the header checked above: pixels ×
-// components × bit planes (precision ≤ 16, plus guard bits) for the block
-// decoding, each packet of the layers and resolution levels costs input
-// bytes, and the tile count is capped. Decoding is at full resolution.
+// Decode: OpenJPEG's memory and work were estimated and checked by Header
+// (jp2Cost: samples × bit-planes, code-blocks, precincts, layers × code-
+// blocks for the packet headers, tiles); Decode reads the header again
+// without the estimates. Decoding is at full resolution.
 func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
-	info, err := d.header(src, 0)
+	info, _, err := d.header(src, Limits{}, false)
 	if err != nil {
 		return err
 	}
@@ -145,10 +162,9 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	if w != h.Width || hh != h.Height {
 		return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header changed from %dx%d to %dx%d", h.Width, h.Height, w, hh)
 	}
-	d.pix = grow(d.pix, w*hh*n)
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
-	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info,
-		(*C.uchar)(unsafe.Pointer(&d.pix[0])), C.size_t(len(d.pix)), d.st)
+	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info, d.st)
+	defer C.sl_jp2_release(d.st)
 	msg := C.GoString(&d.st.err[0])
 	switch rc {
 	case 0:
@@ -162,8 +178,16 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	c := o.color()
 	ch := c.Channels()
 	d.row = grow(d.row, 4*w)
-	for y := 0; y < hh; y++ {
-		packSamples(dst[y*w*ch:(y+1)*w*ch], d.pix[y*w*n:(y+1)*w*n], d.row, n, c)
+	strip := max(1, min(hh, jp2StripSamples/(w*n)))
+	d.pix = grow(d.pix, strip*w*n)
+	for y0 := 0; y0 < hh; y0 += strip {
+		k := min(strip, hh-y0)
+		if C.sl_jp2_rows(d.st, C.uint32_t(y0), C.uint32_t(k), (*C.uchar)(unsafe.Pointer(&d.pix[0])), C.size_t(k*w*n)) != 0 {
+			return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 image is inconsistent (rows %d to %d)", y0, y0+k)
+		}
+		for y := 0; y < k; y++ {
+			packSamples(dst[(y0+y)*w*ch:(y0+y+1)*w*ch], d.pix[y*w*n:(y+1)*w*n], d.row, n, c)
+		}
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ static void sl_jquiet(const char *msg, void *ud) { (void)msg, (void)ud; }
 // st, and reads the header into *img. Returns 0 on success; the caller
 // destroys what is not NULL.
 static int sl_jopen(sl_jmem *m, int jp2, sl_jp2_state *st, opj_stream_t **s, opj_codec_t **c, opj_image_t **img) {
+	sl_jp2_release(st);
 	memset(st, 0, sizeof *st);
 	*s = opj_stream_create(64 << 10, OPJ_TRUE);
 	*c = opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K);
@@ -156,8 +157,7 @@ static inline unsigned char sl_jscale(int32_t v, uint32_t prec, uint32_t sgnd, i
 	return (unsigned char)(u > 255 ? 255 : u);
 }
 
-int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
-                  size_t dstlen, sl_jp2_state *st) {
+int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, sl_jp2_state *st) {
 	sl_jmem m = {src, n, 0};
 	opj_stream_t *s;
 	opj_codec_t *c;
@@ -190,11 +190,6 @@ int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info
 		rc = 3;
 		goto done;
 	}
-	if ((uint64_t)w * h * nc != dstlen) {
-		snprintf(st->err, SL_JP2_MSG_LEN, "decoded image does not fill %zu bytes", dstlen);
-		rc = 2;
-		goto done;
-	}
 	for (int k = 0; k < nc; k++) {
 		const opj_image_comp_t *cp = &img->comps[k];
 		if (cp->w != w || cp->h != h || cp->data == NULL || cp->prec < 1 || cp->prec > 16) {
@@ -202,12 +197,34 @@ int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info
 			rc = 2;
 			goto done;
 		}
-		const int32_t *d = cp->data;
-		unsigned char *o = dst + k;
-		for (uint64_t i = 0, np = (uint64_t)w * h; i < np; i++, o += nc)
-			*o = sl_jscale(d[i], cp->prec, cp->sgnd, nc > 1);
 	}
+	st->img = img; // kept for sl_jp2_rows, released by sl_jp2_release
+	img = NULL;
 done:
 	sl_jclose(s, c, img);
 	return rc;
+}
+
+int sl_jp2_rows(sl_jp2_state *st, uint32_t y0, uint32_t rows, unsigned char *dst, size_t dstlen) {
+	const opj_image_t *img = st->img;
+	if (img == NULL)
+		return 1;
+	uint32_t w = img->comps[0].w, h = img->comps[0].h;
+	int nc = (int)img->numcomps;
+	if (y0 > h || rows > h - y0 || (uint64_t)w * rows * nc != dstlen)
+		return 1;
+	for (int k = 0; k < nc; k++) {
+		const opj_image_comp_t *cp = &img->comps[k];
+		const int32_t *d = cp->data + (uint64_t)y0 * w;
+		unsigned char *o = dst + k;
+		for (uint64_t i = 0, np = (uint64_t)w * rows; i < np; i++, o += nc)
+			*o = sl_jscale(d[i], cp->prec, cp->sgnd, nc > 1);
+	}
+	return 0;
+}
+
+void sl_jp2_release(sl_jp2_state *st) {
+	if (st->img != NULL)
+		opj_image_destroy(st->img);
+	st->img = NULL;
 }

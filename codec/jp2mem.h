@@ -17,6 +17,7 @@ typedef struct {
 	char err[SL_JP2_MSG_LEN];
 	char warn[SL_JP2_MSG_LEN];
 	int nerr, nwarn;
+	void *img; // the decoded opj_image_t, between sl_jp2_decode and sl_jp2_release
 } sl_jp2_state;
 
 // What opj_read_header found; per-component fields for the first
@@ -31,11 +32,19 @@ typedef struct {
 // jp2 is 1 for a JP2 file, 0 for a raw codestream.
 SL_HIDDEN sl_jp2_info sl_jp2_header(const unsigned char *src, size_t n, int jp2, sl_jp2_state *st);
 
-// sl_jp2_decode decodes into dst as rows of pixels of want->comps 8-bit
-// samples, each sample scaled to 8 bits as Pillow does. Returns 0 on
-// success, 1 when OpenJPEG failed, 2 when the image differs from want, 3
-// when a JP2 palette or channel definitions changed the component count.
-SL_HIDDEN int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, unsigned char *dst,
-                  size_t dstlen, sl_jp2_state *st);
+// sl_jp2_decode decodes and keeps the image in st (C memory only) for
+// sl_jp2_rows. Returns 0 on success, 1 when OpenJPEG failed, 2 when the
+// image differs from want, 3 when a JP2 palette or channel definitions
+// changed the component count; the image is kept only on success.
+SL_HIDDEN int sl_jp2_decode(const unsigned char *src, size_t n, int jp2, const sl_jp2_info *want, sl_jp2_state *st);
+
+// sl_jp2_rows writes rows y0 to y0+rows-1 of the kept image into dst as
+// pixels of the image's 8-bit samples, each scaled to 8 bits as Pillow
+// does: converted a strip at a time, so that no second copy of the whole
+// image is made. Returns 0, or 1 when there is no such image or strip.
+SL_HIDDEN int sl_jp2_rows(sl_jp2_state *st, uint32_t y0, uint32_t rows, unsigned char *dst, size_t dstlen);
+
+// sl_jp2_release frees the kept image, if any.
+SL_HIDDEN void sl_jp2_release(sl_jp2_state *st);
 
 #endif

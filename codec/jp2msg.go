@@ -8,7 +8,6 @@ var jp2Causes = []msgCause{
 	{"truncated", Truncated},
 	{"inconsistent with stream length", Truncated},
 	{"end of stream", Truncated},
-	{"Not enough memory", TooLarge},
 	{"not supported", Unsupported},
 	{"Unsupported", Unsupported},
 	{"unsupported", Unsupported},

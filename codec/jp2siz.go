@@ -9,6 +9,22 @@ type j2kSIZ struct {
 	width, height int
 	tiles         uint64
 	comps         int
+	// The grids, in reference grid coordinates, and where the segment
+	// ends in the codestream.
+	xsiz, ysiz, xo, yo, xt, yt, xto, yto uint64
+	sizEnd                               int
+}
+
+// tileGrid is the number of tile columns and rows.
+func (s j2kSIZ) tileGrid() (uint64, uint64) {
+	return (s.xsiz - s.xto + s.xt - 1) / s.xt, (s.ysiz - s.yto + s.yt - 1) / s.yt
+}
+
+// tile is tile (i, j)'s area on the reference grid, clipped to the image.
+func (s j2kSIZ) tile(i, j uint64) (x0, y0, x1, y1 int64) {
+	x0, y0 = int64(max(s.xto+i*s.xt, s.xo)), int64(max(s.yto+j*s.yt, s.yo))
+	x1, y1 = int64(min(s.xto+(i+1)*s.xt, s.xsiz)), int64(min(s.yto+(j+1)*s.yt, s.ysiz))
+	return
 }
 
 const (
@@ -61,12 +77,18 @@ func parseSIZ(cs []byte) (j2kSIZ, *Error) {
 	u32 := func(i int) uint64 { return uint64(binary.BigEndian.Uint32(cs[4+4+4*i:])) }
 	xsiz, ysiz, xo, yo, xt, yt, xto, yto := u32(0), u32(1), u32(2), u32(3), u32(4), u32(5), u32(6), u32(7)
 	comps := int(binary.BigEndian.Uint16(cs[4+fixed-2:]))
+	if lsiz := int(binary.BigEndian.Uint16(cs[4:])); lsiz != 38+3*comps {
+		return j2kSIZ{}, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 SIZ segment is %d bytes for %d components", lsiz, comps)
+	}
 	if xo >= xsiz || yo >= ysiz || xt == 0 || yt == 0 || xto > xo || yto > yo || xto+xt <= xo || yto+yt <= yo {
 		return j2kSIZ{}, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 SIZ gives an invalid image or tile grid")
 	}
-	return j2kSIZ{
-		width: int(xsiz - xo), height: int(ysiz - yo),
-		tiles: ((xsiz - xto + xt - 1) / xt) * ((ysiz - yto + yt - 1) / yt),
-		comps: comps,
-	}, nil
+	s := j2kSIZ{
+		width: int(xsiz - xo), height: int(ysiz - yo), comps: comps,
+		xsiz: xsiz, ysiz: ysiz, xo: xo, yo: yo, xt: xt, yt: yt, xto: xto, yto: yto,
+		sizEnd: 2 + 2 + int(binary.BigEndian.Uint16(cs[4:])),
+	}
+	tx, ty := s.tileGrid()
+	s.tiles = tx * ty
+	return s, nil
 }

@@ -1,0 +1,162 @@
+package hostile
+
+import "encoding/binary"
+
+// J2KSpec describes a raw JPEG 2000 codestream made by J2K: its headers
+// say what a decoder must set up, and every packet is one byte, so the
+// file stays tiny whatever the image claims.
+type J2KSpec struct {
+	Width, Height int
+	// TileWidth, TileHeight: 0 means one tile.
+	TileWidth, TileHeight int
+	Comps                 int // 8-bit components, 1 if 0
+	Levels                int // decomposition levels (resolutions - 1)
+	Layers                int // quality layers, 1 if 0
+	// CblkExp is log2 of the code-block width and height (2 to 10; 6,
+	// the usual 64x64, if 0).
+	CblkExp int
+	// PrecinctExp is log2 of the precinct width and height at every
+	// resolution (1 to 15); 0 leaves precincts at the maximum (one per
+	// resolution of a tile under 32768 wide).
+	PrecinctExp int
+	// TileCblkExp, when set, puts a COD in every tile-part header that
+	// sets this code-block size instead (the main header's stays CblkExp):
+	// what a decoder sets up is in the tile-part headers too.
+	TileCblkExp int
+	// Packet is each packet's byte: 0x00 is an empty packet; 0x80 says
+	// the packet has data, so that the decoder reads the inclusion
+	// tag-tree of every code-block in it (from zero bits: none is
+	// included).
+	Packet byte
+}
+
+// J2K builds the codestream: SOC, SIZ, COD, QCD (no quantisation), then
+// per tile one tile-part holding layers x resolutions x components x
+// precincts one-byte packets, and EOC.
+func J2K(s J2KSpec) []byte {
+	comps, layers, cblk := max(s.Comps, 1), max(s.Layers, 1), s.CblkExp
+	if cblk == 0 {
+		cblk = 6
+	}
+	tw, th := s.TileWidth, s.TileHeight
+	if tw == 0 || th == 0 {
+		tw, th = s.Width, s.Height
+	}
+	be := binary.BigEndian
+	seg := func(b []byte, marker uint16, body []byte) []byte {
+		b = be.AppendUint16(b, marker)
+		b = be.AppendUint16(b, uint16(len(body)+2))
+		return append(b, body...)
+	}
+	b := []byte{0xff, 0x4f} // SOC
+
+	siz := be.AppendUint16(nil, 0) // Rsiz
+	for _, v := range []int{s.Width, s.Height, 0, 0, tw, th, 0, 0} {
+		siz = be.AppendUint32(siz, uint32(v))
+	}
+	siz = be.AppendUint16(siz, uint16(comps))
+	for range comps {
+		siz = append(siz, 7, 1, 1) // 8-bit unsigned, not subsampled
+	}
+	b = seg(b, 0xff51, siz)
+
+	scod := byte(0)
+	if s.PrecinctExp > 0 {
+		scod = 1
+	}
+	mct := byte(0)
+	if comps >= 3 {
+		mct = 1
+	}
+	cod := func(cblk int) []byte {
+		c := []byte{scod, 0} // LRCP
+		c = be.AppendUint16(c, uint16(layers))
+		c = append(c, mct, byte(s.Levels), byte(cblk-2), byte(cblk-2), 0, 1) // 5-3 reversible
+		if s.PrecinctExp > 0 {
+			for range s.Levels + 1 {
+				c = append(c, byte(s.PrecinctExp<<4|s.PrecinctExp))
+			}
+		}
+		return c
+	}
+	b = seg(b, 0xff52, cod(cblk))
+	var tileCOD []byte
+	if s.TileCblkExp > 0 {
+		tileCOD = seg(nil, 0xff52, cod(s.TileCblkExp))
+	}
+
+	qcd := []byte{2 << 5} // 2 guard bits, no quantisation
+	for range 3*s.Levels + 1 {
+		qcd = append(qcd, 9<<3)
+	}
+	b = seg(b, 0xff5c, qcd)
+
+	tilesX, tilesY := (s.Width+tw-1)/tw, (s.Height+th-1)/th
+	for t := 0; t < tilesX*tilesY; t++ {
+		x0, y0 := t%tilesX*tw, t/tilesX*th
+		x1, y1 := min(x0+tw, s.Width), min(y0+th, s.Height)
+		packets := 0
+		for r := 0; r <= s.Levels; r++ {
+			packets += precincts(x0, y0, x1, y1, s.Levels-r, s.PrecinctExp)
+		}
+		packets *= comps * layers
+		sot := be.AppendUint16(nil, uint16(t))
+		sot = be.AppendUint32(sot, uint32(12+len(tileCOD)+2+packets))
+		sot = append(sot, 0, 1)
+		b = seg(b, 0xff90, sot)
+		b = append(b, tileCOD...)
+		b = append(b, 0xff, 0x93) // SOD
+		for range packets {
+			b = append(b, s.Packet)
+		}
+	}
+	return append(b, 0xff, 0xd9) // EOC
+}
+
+// precincts counts the precincts of a tile's resolution at level
+// decomposition levels down, with precincts of 2^exp (0: 2^15).
+func precincts(x0, y0, x1, y1, level, exp int) int {
+	if exp == 0 {
+		exp = 15
+	}
+	div := func(v, n int) int { return (v + 1<<n - 1) >> n }
+	rx0, ry0, rx1, ry1 := div(x0, level), div(y0, level), div(x1, level), div(y1, level)
+	if rx0 == rx1 || ry0 == ry1 {
+		return 0
+	}
+	pw := div(rx1, exp) - rx0>>exp
+	ph := div(ry1, exp) - ry0>>exp
+	return pw * ph
+}
+
+func init() {
+	Register(Case{
+		Name:   "jp2-8192-cblk4",
+		Format: "JPEG 2000",
+		Row:    "JPEG 2000 codestream 8192x8192 grey, 4x4 code-blocks, empty packets",
+		Make: func() []byte {
+			return J2K(J2KSpec{Width: 8192, Height: 8192, Levels: 5, CblkExp: 2})
+		},
+		Refused: []string{"too large", "JPEG 2000", "memory limit"},
+	})
+	Register(Case{
+		Name:   "jp2-8192-cblk4-x16",
+		Format: "JPEG 2000",
+		Row:    "16 of the 8192x8192 4x4-code-block codestreams in one request",
+		Make: func() []byte {
+			return J2K(J2KSpec{Width: 8192, Height: 8192, Levels: 5, CblkExp: 2})
+		},
+		// Each is refused alone; the request's own budget may refuse first.
+		Refused:    []string{"too large", "JPEG 2000"},
+		PerRequest: 16,
+	})
+	Register(Case{
+		Name:   "jp2-4096-layers999",
+		Format: "JPEG 2000",
+		Row:    "JPEG 2000 4096x4096, 999 quality layers of one-byte packets",
+		Make: func() []byte {
+			return J2K(J2KSpec{Width: 4096, Height: 4096, Levels: 5, Layers: 999, CblkExp: 2, Packet: 0x80})
+		},
+		Refused: []string{"too large", "JPEG 2000", "layers"},
+	})
+}
