@@ -103,11 +103,11 @@ func init() {
 // image's, or a lossy image's lossless alpha's): libwebp builds every
 // group's tables before any pixel, so Header reads the stream up to them
 // (webp_vp8l.go) and prices them. An animation costs its first frame's
-// decode and the canvas it is written on (the output itself): Decode
-// composes that frame as libwebp's animation decoder does (the canvas
-// cleared to transparent black, the frame written at its offset, no
-// blending for a first frame), without that decoder's two canvases of 4
-// bytes a pixel, and the demuxer's record of each chunk.
+// decode, the canvas it is written on (the output itself) and the
+// demuxer's record of each chunk: Decode composes that frame as libwebp's
+// animation decoder does (the canvas cleared to transparent black, the
+// frame written at its offset, no blending for a first frame), without
+// that decoder's two canvases of 4 bytes a pixel.
 type webpDecoder struct {
 	// rgba: the image (or an animation's first frame) as RGBA before its
 	// conversion to GRAY: libwebp has no grey output.

@@ -196,14 +196,8 @@ func (c *vp8lCode) build(lengths []uint8) bool {
 	c.table = c.table[:size]
 	c.maxLen = uint(maxLen)
 	// Canonical codes: by length, then symbol; each stored reversed.
-	var next [17]int
+	var next [16]int
 	code := 0
-	for l := 1; l <= 15; l++ {
-		code = (code + count[l-1]) << 1
-		next[l] = code
-	}
-	next[1] = 0
-	code = 0
 	for l := 1; l <= 15; l++ {
 		next[l] = code
 		code = (code + count[l]) << 1
