@@ -19,7 +19,7 @@ import (
 //     Windows read it.
 //
 // Bitfield masks may be any contiguous masks (Pillow takes a fixed list of
-// them); an n-bit field scales to 8 bits as v*255/(2^n-1), rounded down,
+// them) but none of red, green and blue empty; an n-bit field scales to 8 bits as v*255/(2^n-1), rounded down,
 // which is Pillow's 5- and 6-bit expansion and the identity at 8 bits.
 
 const (
@@ -32,12 +32,13 @@ const (
 	bmpAlphaBF   = 6 // BI_ALPHABITFIELDS (Windows CE): masks with alpha
 )
 
-// rleMaxRatio bounds the pixels an RLE pixel array may claim per byte of
-// it. Runs set at most 255 pixels per 2 bytes; end-of-line and delta codes
-// skip more, so a forged header over a few bytes could claim a huge image
-// that would still be allocated in full. 1024 leaves room for skips in real
-// files (as maxDeflateRatio does for PNG).
-const rleMaxRatio = 1024
+// rleMaxPixels is the most pixels an RLE pixel array of n bytes can
+// stand for in a w-wide image: a 4-byte delta code skips up to 255 pixels
+// right and 255 rows up (end-of-line and runs do less a byte), so no legal
+// array is shorter. A forged header over a few bytes cannot claim more.
+// (The bound used to be 1,024 pixels a byte, which refused legal files
+// that skip blank areas with end-of-line and delta codes.)
+func rleMaxPixels(n, w int64) int64 { return (n/4 + 1) * 255 * (w + 1) }
 
 func init() {
 	Register(Format{
@@ -75,7 +76,11 @@ func (d *bmpDecoder) Header(src []byte, lim Limits) (Header, error) {
 	if err := d.info.parse(src, maxPixels); err != nil {
 		return Header{}, err
 	}
-	return Header{Width: d.info.w, Height: d.info.h, Orientation: 1}, nil
+	h := Header{Width: d.info.w, Height: d.info.h, Orientation: 1}
+	if d.info.comp == bmpRLE8 || d.info.comp == bmpRLE4 {
+		h.Memory = int64(d.info.w) * int64(d.info.h) // the palette indices, decoded whole first
+	}
+	return h, nil
 }
 
 func bmpErr(c Cause, format string, a ...any) *Error { return formatErr(c, "BMP", format, a...) }
@@ -133,8 +138,10 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 				colors = n
 			}
 		}
-		if colors > 1<<16 {
-			return bmpErr(Corrupt, "BMP palette of %d colours", colors)
+		// Indices of at most 8 bits address 256 entries; Pillow refuses a
+		// longer palette ("invalid palette size"), and so do we.
+		if colors > 256 {
+			return bmpErr(Corrupt, "BMP palette of %d colours: more than the 256 an index can address", colors)
 		}
 		b.readPalette(src, pos, palEntry, colors)
 		// A pixel-array offset pointing at the palette means the palette
@@ -154,8 +161,8 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 	data := int64(len(src)) - off
 	switch b.comp {
 	case bmpRLE8, bmpRLE4:
-		if w*h > rleMaxRatio*data {
-			return bmpErr(Corrupt, "BMP RLE data (%d bytes) is too short for %dx%d pixels", data, w, h)
+		if w*h > rleMaxPixels(data, w) {
+			return bmpErr(Corrupt, "BMP RLE data (%d bytes) is too short for %dx%d pixels, even all in delta codes", data, w, h)
 		}
 	default:
 		// The last row's padding may be missing (Pillow reads such files).
@@ -221,6 +228,12 @@ func (b *bmpInfo) layout(src, hd []byte, pos *int) error {
 		}
 		if b.bpp == 32 && b.masks == [4]uint32{} {
 			b.masks = [4]uint32{0xFF0000, 0xFF00, 0xFF, 0xFF000000} // Pillow: BGRA
+		}
+		// Otherwise an empty colour mask is no layout (Pillow refuses it:
+		// "Unsupported BMP bitfields layout"), not a black channel.
+		if b.masks[0] == 0 || b.masks[1] == 0 || b.masks[2] == 0 {
+			return bmpErr(Unsupported, "BMP bitfield masks (%#x, %#x, %#x) leave a colour channel empty",
+				b.masks[0], b.masks[1], b.masks[2])
 		}
 		if b.bpp != 32 {
 			b.masks[3] = 0 // Pillow keeps alpha of 32-bit images only

@@ -415,3 +415,97 @@ func benchDecode(b *testing.B, src []byte, w, h int) {
 		}
 	}
 }
+
+// pillowRefuses reports whether Pillow fails to open and load src.
+func pillowRefuses(t *testing.T, src []byte) bool {
+	t.Helper()
+	out := pillowScript(t, `
+import io, sys
+from PIL import Image
+try:
+    Image.open(io.BytesIO(sys.stdin.buffer.read())).convert("RGB")
+    print("ok")
+except Exception as e:
+    print("refused", e)
+`, nil, src)
+	return strings.HasPrefix(string(out), "refused")
+}
+
+// RLE files that skip blank areas with end-of-line and delta codes (far
+// more pixels a byte than runs give) decode as Pillow decodes them.
+func TestBMPRLESkipsPillow(t *testing.T) {
+	pal := testPalette(256)
+	// RLE8, 1000x300: a run, end of line; a delta 10 right and 255 rows
+	// up; runs and end-of-lines to the last row, which a run fills.
+	rle8 := []byte{5, 7, 0, 0, 0, 2, 10, 255, 3, 9, 0, 0}
+	for y := 257; y < 299; y++ {
+		rle8 = append(rle8, 2, byte(y), 0, 0)
+	}
+	rle8 = append(rle8, 250, 1, 250, 2, 250, 3, 250, 4, 0, 1)
+	pal16 := testPalette(16)
+	// RLE4, 4000x4: a run, end of line, a delta of one row, a literal,
+	// end of line; the last row a delta to its last pixels and a run.
+	rle4 := []byte{6, 0x12, 0, 0, 0, 2, 100, 1, 0, 3, 0x34, 0x50, 0, 0, 0, 2, 250, 0, 0, 2, 250, 0}
+	for x := 500; x < 3996; x += 250 {
+		rle4 = append(rle4, 0, 2, 250, 0)
+	}
+	rle4 = append(rle4, 4, 0xAB, 0, 1)
+	for _, src := range [][]byte{
+		makeBMP(bmpSpec{w: 1000, h: 300, bpp: 8, comp: bmpRLE8, header: 40, palette: pal, pixels: rle8}),
+		makeBMP(bmpSpec{w: 4000, h: 4, bpp: 4, comp: bmpRLE4, header: 40, palette: pal16, pixels: rle4}),
+	} {
+		got := mustDecode(t, src, Options{Color: RGB})
+		want, _, _ := pillowDecode(t, src, "RGB", false)
+		if string(got.Pix) != string(want) {
+			t.Errorf("%dx%d RLE decode differs from Pillow's", got.Width, got.Height)
+		}
+	}
+}
+
+// What Pillow refuses, refused clearly: a palette longer than 256 colours,
+// bitfield masks that leave a colour channel empty (all zero but at 32
+// bits, which both read as BGRA). A 4-bit image's palette of 100 colours
+// is read by both.
+func TestBMPPillowRefusals(t *testing.T) {
+	px := []byte{0, 1, 2, 3, 5, 6, 7, 8}
+	for _, tc := range []struct {
+		name  string
+		src   []byte
+		cause Cause
+		words string
+	}{
+		{"1000 colours", makeBMP(bmpSpec{w: 4, h: 2, bpp: 8, header: 40, palette: testPalette(256), colors: 1000, pixels: px}),
+			Corrupt, "palette of 1000 colours"},
+		{"257 colours", makeBMP(bmpSpec{w: 4, h: 2, bpp: 8, header: 40, palette: testPalette(256), colors: 257, pixels: px}),
+			Corrupt, "palette of 257 colours"},
+		{"16-bit zero masks", makeBMP(bmpSpec{w: 2, h: 2, bpp: 16, header: 40, comp: bmpBitfields, masks: []uint32{0, 0, 0},
+			pixels: make([]byte, 8)}), Unsupported, "colour channel empty"},
+		{"24-bit zero masks", makeBMP(bmpSpec{w: 2, h: 2, bpp: 24, header: 40, comp: bmpBitfields, masks: []uint32{0, 0, 0},
+			pixels: make([]byte, 16)}), Unsupported, "colour channel empty"},
+		{"16-bit no green", makeBMP(bmpSpec{w: 2, h: 2, bpp: 16, header: 40, comp: bmpBitfields, masks: []uint32{0x7C00, 0, 0x1F},
+			pixels: make([]byte, 8)}), Unsupported, "colour channel empty"},
+	} {
+		_, err := Decode(tc.src, Options{})
+		wantCause(t, err, tc.cause)
+		if err != nil && !strings.Contains(err.Error(), tc.words) {
+			t.Errorf("%s: %v does not say %q", tc.name, err, tc.words)
+		}
+		if !pillowRefuses(t, tc.src) {
+			t.Errorf("%s: Pillow reads it", tc.name)
+		}
+	}
+	// Read by both, alike.
+	for _, src := range [][]byte{
+		makeBMP(bmpSpec{w: 8, h: 2, bpp: 4, header: 40, palette: testPalette(100), colors: 100,
+			pixels: []byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}}),
+		makeBMP(bmpSpec{w: 4, h: 2, bpp: 8, header: 40, palette: testPalette(256), colors: 256, pixels: px}),
+		makeBMP(bmpSpec{w: 2, h: 2, bpp: 32, header: 40, comp: bmpBitfields, masks: []uint32{0, 0, 0},
+			pixels: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}),
+	} {
+		got := mustDecode(t, src, Options{Color: RGBA})
+		want, _, _ := pillowDecode(t, src, "RGBA", false)
+		if string(got.Pix) != string(want) {
+			t.Errorf("%dx%d: decode differs from Pillow's", got.Width, got.Height)
+		}
+	}
+}

@@ -50,19 +50,28 @@ func pnmSeeds() [][]byte {
 	return seeds
 }
 
-// FuzzBMP is FuzzDecode seeded with BMPs only.
+// FuzzBMP is FuzzDecode seeded with BMPs only, and the shapes of the
+// hostile-input rounds: RLE skipping blank areas with end-of-line and
+// delta codes, a palette longer than 256 colours, empty bitfield masks.
 func FuzzBMP(f *testing.F) {
 	for _, s := range bmpSeeds() {
 		f.Add(s)
 	}
+	pal := testPalette(16)
+	f.Add(makeBMP(bmpSpec{w: 600, h: 8, bpp: 8, comp: bmpRLE8, header: 40, palette: pal,
+		pixels: []byte{5, 7, 0, 0, 0, 2, 10, 5, 3, 9, 0, 0, 0, 2, 255, 0, 0, 2, 255, 1, 2, 1, 0, 1}}))
+	f.Add(makeBMP(bmpSpec{w: 4, h: 2, bpp: 8, header: 40, palette: pal, colors: 1000, pixels: make([]byte, 8)}))
+	f.Add(makeBMP(bmpSpec{w: 2, h: 2, bpp: 16, header: 40, comp: bmpBitfields, masks: []uint32{0, 0, 0},
+		pixels: make([]byte, 8)}))
 	fuzzDecoder(f)
 }
 
-// FuzzPNM is FuzzDecode seeded with PNMs only.
+// FuzzPNM is FuzzDecode seeded with PNMs only, and a PFM (refused).
 func FuzzPNM(f *testing.F) {
 	for _, s := range pnmSeeds() {
 		f.Add(s)
 	}
+	f.Add(append([]byte("PF\n2 2\n-1.0\n"), make([]byte, 48)...))
 	fuzzDecoder(f)
 }
 

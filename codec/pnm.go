@@ -24,7 +24,11 @@ import (
 //   - raw samples over maxval are clamped (Pillow clamps them); plain ones
 //     are an error (Pillow's too).
 //
-// PAM (P7) and PFM are recognised and Unsupported: Pillow reads neither.
+// PAM (P7) and PFM ("PF", "Pf") are recognised and Unsupported. Pillow
+// reads no PAM; it reads PFM as 32-bit floats (mode F), samples in linear
+// light with no fixed range (HDR), which have no 8-bit meaning to give
+// them short of a tone mapping: so the error names PFM instead of calling
+// the file not an image.
 
 func init() {
 	Register(Format{
@@ -35,7 +39,7 @@ func init() {
 }
 
 func isPNM(b []byte) bool {
-	return len(b) >= 3 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7' && isPNMSpace(b[2])
+	return len(b) >= 3 && b[0] == 'P' && (b[1] >= '1' && b[1] <= '7' || b[1] == 'F' || b[1] == 'f') && isPNMSpace(b[2])
 }
 
 func isPNMSpace(c byte) bool {
@@ -87,6 +91,9 @@ func (p *pnmInfo) parse(src []byte, maxPixels int) error {
 	p.kind = src[1]
 	if p.kind == '7' {
 		return pnmErr(Unsupported, "PAM (P7) images are not supported")
+	}
+	if p.kind == 'F' || p.kind == 'f' {
+		return pnmErr(Unsupported, "PFM (floating-point) images are not supported")
 	}
 	t := pnmTokens{src: src, i: 3}
 	var dims [3]int

@@ -148,6 +148,9 @@ func TestPNMErrors(t *testing.T) {
 		{"P5\n12345678901 1\n255\n\x00", Corrupt, "longer than"},
 		{"P5\n9999999999 9999999999\n255\n\x00", TooLarge, "too large"},
 		{"P7\nWIDTH 1\n", Unsupported, "PAM"},
+		// PFM, which Pillow reads as floats: named, not "not an image".
+		{"PF\n2 2\n-1.0\n" + strings.Repeat("\x00", 48), Unsupported, "PFM"},
+		{"Pf\n2 2\n-1.0\n" + strings.Repeat("\x00", 16), Unsupported, "PFM"},
 	}
 	for _, tc := range cases {
 		_, err := Decode([]byte(tc.src), Options{})

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"image/color"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/hostile"
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
@@ -210,13 +212,20 @@ func TestDecodeWebPReuse(t *testing.T) {
 
 // FuzzWebP mutates what follows "RIFF size WEBP" and writes a RIFF size
 // that fits, so that the inputs reach libwebp's parsers instead of failing
-// the signature or the size check. The seeds run in go test.
+// the signature or the size check. The seeds run in go test. What
+// Header's own lossless parse refuses as corrupt or truncated, libwebp
+// must fail to decode too (the parse refuses nothing libwebp takes).
 func FuzzWebP(f *testing.F) {
 	for _, q := range []float32{-1, 60} {
 		f.Add(encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, q)[12:])
 		f.Add(encodeWebP(f, noisyRGBA(13, 9), 13, 9, 4, q)[12:])
 	}
 	f.Add(animatedWebP(13, 9, encodeWebP(f, noisyRGB(13, 9), 13, 9, 3, -1))[12:])
+	// The hostile shapes, small: many Huffman groups (a colour cache, a
+	// lossy image's alpha), a canvas larger than its first frame.
+	f.Add(hostile.WebPHuffmanGroups(16, 12, 2, 3)[12:])
+	f.Add(lossyWithAlpha(f, 16, 16, hostile.WebPHuffmanGroupsStream(16, 16, 2, 0))[12:])
+	f.Add(hostile.WebPAnimatedCanvasAt(64, 48, 4, 2, 3, 2, 2)[12:])
 	d := NewDecoder()
 	f.Cleanup(d.Close)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -225,6 +234,14 @@ func FuzzWebP(f *testing.F) {
 		h, err := d.Header(src, LimitsFor(1<<20))
 		if err != nil {
 			checkFuzzErr(t, err)
+			if e, ok := err.(*Error); ok && e.Cause != TooLarge && strings.Contains(e.Msg, "WebP lossless") {
+				if lh, ok := webpLibHeader(src); ok && lh.Pixels() <= 1<<20 {
+					dst := make([]byte, lh.Pixels()*4)
+					if d.Decode(dst, src, lh, Options{Color: RGBA}) == nil {
+						t.Fatalf("Header refused (%v) what libwebp decodes", err)
+					}
+				}
+			}
 			return
 		}
 		if h.Format != "WebP" || h.Pixels() > 1<<20 {
