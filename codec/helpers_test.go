@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"strings"
 	"testing"
 )
 
@@ -165,5 +166,19 @@ func wantCause(t testing.TB, err error, want Cause) {
 	t.Helper()
 	if got := causeOf(err); got != want {
 		t.Fatalf("got error %v (cause %q), want cause %q", err, got, want)
+	}
+}
+
+// wantRefused checks that err is TooLarge and names every word.
+func wantRefused(t *testing.T, name string, err error, words ...string) {
+	t.Helper()
+	wantCause(t, err, TooLarge)
+	if err == nil {
+		return
+	}
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", name, err, w)
+		}
 	}
 }

@@ -3,23 +3,12 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
-	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
 // wantRefused checks that err is a TooLarge naming each of words.
-func wantRefused(t *testing.T, err error, words ...string) {
-	t.Helper()
-	wantCause(t, err, TooLarge)
-	for _, w := range words {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q does not say %q", err, w)
-		}
-	}
-}
-
 // The registered hostile cases: refused with their words, or decoded.
 func TestWebPHostileCases(t *testing.T) {
 	for _, c := range hostile.Of("WebP") {
@@ -32,7 +21,7 @@ func TestWebPHostileCases(t *testing.T) {
 			}
 			continue
 		}
-		wantRefused(t, err, c.Refused...)
+		wantRefused(t, c.Name, err, c.Refused...)
 		if n > 4<<20 {
 			t.Errorf("%s: Header allocated %d bytes to refuse it", c.Name, n)
 		}
@@ -45,11 +34,11 @@ func TestWebPHostileCases(t *testing.T) {
 func TestWebPHuffmanGroupsRefused(t *testing.T) {
 	src := hostile.WebPHuffmanGroups(1024, 1024, 2, 11)
 	_, err := Decode(src, Options{Limits: LimitsFor(64 << 20)})
-	wantRefused(t, err, "65536 Huffman groups", "memory limit")
+	wantRefused(t, "", err, "65536 Huffman groups", "memory limit")
 
 	alpha := lossyWithAlpha(t, 1024, 1024, hostile.WebPHuffmanGroupsStream(1024, 1024, 2, 11))
 	_, err = Decode(alpha, Options{Limits: LimitsFor(64 << 20)})
-	wantRefused(t, err, "alpha", "65536 Huffman groups")
+	wantRefused(t, "", err, "alpha", "65536 Huffman groups")
 
 	// The work of reading the codes is priced too: without a colour cache
 	// the tables fit the default memory limit, not a smaller work limit.
@@ -57,7 +46,7 @@ func TestWebPHuffmanGroupsRefused(t *testing.T) {
 	lim := LimitsFor(64 << 20)
 	lim.MaxWork = 1 << 30
 	_, err = Decode(src, Options{Limits: lim})
-	wantRefused(t, err, "work limit", "65536 Huffman groups")
+	wantRefused(t, "", err, "work limit", "65536 Huffman groups")
 }
 
 // At the edge: a file whose estimate is the memory limit decodes (as
@@ -79,7 +68,7 @@ func TestWebPHuffmanGroupsEdge(t *testing.T) {
 	}
 	lim.MaxMemory--
 	_, err = Decode(src, Options{Limits: lim})
-	wantRefused(t, err, "768 Huffman groups")
+	wantRefused(t, "", err, "768 Huffman groups")
 	lim.MaxMemory++
 	lim.MaxWork--
 	_, err = Decode(src, Options{Limits: lim})
@@ -137,7 +126,7 @@ func TestWebPAnimatedCanvas(t *testing.T) {
 	}
 	// Over the pixel limit by its canvas alone.
 	_, err = Decode(src, Options{Limits: LimitsFor(8192*8192 - 1)})
-	wantRefused(t, err, "8192x8192")
+	wantRefused(t, "", err, "8192x8192")
 }
 
 // Animations that libwebp's own encoder (through Pillow) makes: frames

@@ -200,7 +200,6 @@ def test_exif_orientations_upright(sluice, corpus):
 EXPECTED_CAUSE = {
     "bad_crc.png": "corrupt data",
     "corrupt_scan.jpg": "corrupt data",
-    "go_video-001.progressive.truncated.jpeg": "truncated",
     "skimage_truncated.jpg": "truncated",
     "truncated_90pct_progressive.jpg": "truncated",
     "truncated_idat.png": "truncated",
@@ -220,6 +219,16 @@ def test_broken_files_fail_alone(sluice, corpus):
         assert f"decode: {cause}:" in line[0], line[0]
         assert str(corpus / "broken" / name) not in res
     assert "Traceback" not in proc.stderr and "goroutine" not in proc.stderr
+
+
+def test_refinement_pending_decodes_as_pillow(sluice, corpus):
+    """Go's video-001.progressive.truncated.jpeg is a progressive script
+    that stops with refinement pending, EOI present: libjpeg and Pillow
+    decode it without a warning, and so does Sluice, to Pillow's pixels."""
+    p = corpus / "broken/go_video-001.progressive.truncated.jpeg"
+    want = pil_rgb(p)
+    res, _ = sluice.run(decode_pipeline(*want.shape[:2]), [p])
+    np.testing.assert_array_equal(res[str(p)]["PIXELS"], want)
 
 
 def test_misnamed_files_decode_by_content(sluice, corpus):

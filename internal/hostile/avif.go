@@ -254,7 +254,7 @@ func obu(typ int, payload []byte) []byte {
 // profile 0, still picture, reduced still-picture header, 16-bit frame
 // size fields, 8-bit 4:2:0, no tools.
 func av1SequenceHeader(w, h int) []byte {
-	var bw bitWriter
+	var bw msbWriter
 	bw.put(0, 3)  // seq_profile
 	bw.put(1, 1)  // still_picture
 	bw.put(1, 1)  // reduced_still_picture_header
@@ -273,12 +273,13 @@ func av1SequenceHeader(w, h int) []byte {
 	return bw.bytes()
 }
 
-type bitWriter struct {
+// msbWriter writes an AV1 bitstream: values most significant bit first.
+type msbWriter struct {
 	b []byte
 	n int // bits written
 }
 
-func (w *bitWriter) put(v uint32, bits int) {
+func (w *msbWriter) put(v uint32, bits int) {
 	for i := bits - 1; i >= 0; i-- {
 		if w.n%8 == 0 {
 			w.b = append(w.b, 0)
@@ -288,4 +289,4 @@ func (w *bitWriter) put(v uint32, bits int) {
 	}
 }
 
-func (w *bitWriter) bytes() []byte { return w.b }
+func (w *msbWriter) bytes() []byte { return w.b }

@@ -35,14 +35,14 @@ func init() {
 	})
 }
 
-// bitWriter writes a VP8L bitstream: values least significant bit first.
-type bitWriter struct {
+// lsbWriter writes a VP8L bitstream: values least significant bit first.
+type lsbWriter struct {
 	b     []byte
 	acc   uint64
 	nbits uint
 }
 
-func (w *bitWriter) bits(v uint32, n uint) {
+func (w *lsbWriter) bits(v uint32, n uint) {
 	w.acc |= uint64(v) << w.nbits
 	w.nbits += n
 	for w.nbits >= 8 {
@@ -52,7 +52,7 @@ func (w *bitWriter) bits(v uint32, n uint) {
 	}
 }
 
-func (w *bitWriter) bytes() []byte {
+func (w *lsbWriter) bytes() []byte {
 	if w.nbits > 0 {
 		w.b = append(w.b, byte(w.acc))
 		w.acc, w.nbits = 0, 0
@@ -62,7 +62,7 @@ func (w *bitWriter) bytes() []byte {
 
 // simpleCode writes a one-symbol "simple" Huffman code (sym < 256): it
 // costs no bits per symbol read.
-func (w *bitWriter) simpleCode(sym uint32) {
+func (w *lsbWriter) simpleCode(sym uint32) {
 	w.bits(1, 1) // simple
 	w.bits(0, 1) // one symbol
 	if sym < 2 {
@@ -78,7 +78,7 @@ func (w *bitWriter) simpleCode(sym uint32) {
 // complete code: each symbol is its own 8 bits, reversed), of an alphabet
 // of at least 256 symbols: a code-length code whose only symbol is 8
 // (costing no bits), and max_symbol 256 so the rest are length 0.
-func (w *bitWriter) flat256Code() {
+func (w *lsbWriter) flat256Code() {
 	w.bits(0, 1) // normal
 	// The code-length code lengths, in the order 17, 18, 0, 1, ..., 16, 6,
 	// 7, 8: 12 of them (4 + 8) reach symbol 8, the last, given length 1.
@@ -93,7 +93,7 @@ func (w *bitWriter) flat256Code() {
 }
 
 // flat256Sym writes symbol s of a flat256Code.
-func (w *bitWriter) flat256Sym(s uint32) {
+func (w *lsbWriter) flat256Sym(s uint32) {
 	// Canonical code s, 8 bits, read most significant bit first.
 	for i := 7; i >= 0; i-- {
 		w.bits(s>>uint(i)&1, 1)
@@ -103,7 +103,7 @@ func (w *bitWriter) flat256Sym(s uint32) {
 // vp8lFile wraps a VP8L bitstream (without its signature and header)
 // into a RIFF WebP of w×h.
 func vp8lFile(w, h int, body []byte, alpha bool) []byte {
-	var hw bitWriter
+	var hw lsbWriter
 	hw.bits(0x2f, 8)
 	hw.bits(uint32(w-1), 14)
 	hw.bits(uint32(h-1), 14)
@@ -147,7 +147,7 @@ func WebPHuffmanGroups(w, h, bits, cacheBits int) []byte {
 // signature and size: what an ALPH chunk holds (after its method byte) as
 // a lossy image's lossless alpha.
 func WebPHuffmanGroupsStream(w, h, bits, cacheBits int) []byte {
-	var bw bitWriter
+	var bw lsbWriter
 	bw.bits(0, 1) // no transform
 	if cacheBits > 0 {
 		bw.bits(1, 1)
@@ -187,7 +187,7 @@ func WebPHuffmanGroupsStream(w, h, bits, cacheBits int) []byte {
 // WebPLosslessSolid is a lossless w×h WebP of one colour, the smallest
 // frame there is.
 func WebPLosslessSolid(w, h int, argb uint32) []byte {
-	var bw bitWriter
+	var bw lsbWriter
 	bw.bits(0, 1) // no transform
 	bw.bits(0, 1) // no colour cache
 	bw.bits(0, 1) // no meta codes
