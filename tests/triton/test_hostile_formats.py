@@ -2,9 +2,10 @@
 of internal/hostile (written at test time by `go run ./internal/hostile/mkhostile`,
 with a manifest saying what must come of it) is sent in one BYTES request
 (several copies where the case says so). A case with refusal words must be
-refused naming them, within REFUSED_WITHIN_S (a refusal from the headers
-takes milliseconds, a decode of these files seconds or minutes); a legal
-one must be answered. After each, the server is unharmed (test_hostile's
+refused naming them, a single file within REFUSED_WITHIN_S (a refusal
+from the headers takes milliseconds, a decode of these files seconds or
+minutes; a request of several may first decode what its budget allows);
+a legal one must be answered. After each, the server is unharmed (test_hostile's
 assert_unharmed); after them all, its resident memory is back within
 200 MB of where it was, C libraries' allocations included."""
 
@@ -68,7 +69,10 @@ def test_hostile_case(srv, normal, rss_before, name, request):  # noqa: F811 (no
         assert err is not None, f"{name} ({c['row']}) was decoded; it must be refused naming {c['refused']}"
         for w in c["refused"]:
             assert w.lower() in err.lower(), f"{name}: the error should name {w!r}: {err}"
-        assert took < REFUSED_WITHIN_S, f"{name}: refused after {took:.1f} s: the check did not come before decode"
+        # One file is refused from its headers; a request of several may
+        # first decode what its budget allows, so only the words count.
+        if c["per_request"] == 1:
+            assert took < REFUSED_WITHIN_S, f"{name}: refused after {took:.1f} s: the check did not come before decode"
     else:
         assert err is None, f"{name} ({c['row']}) is legal and must decode: {err}"
     assert_unharmed(srv, normal)
