@@ -131,10 +131,11 @@ func TestTIFFJPEGWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 8 strips of 9 scans of 64×4 blocks, 64 units a block, the strips'
-	// fixed cost and their bytes.
+	// 8 strips of 9 scans of 64×4 blocks, 64 units a block, 3 more a
+	// block for each of the 4 refinement scans of one coefficient
+	// (jpegscan.go), the strips' fixed cost and their bytes.
 	ifd, _ := walkTIFF(src)
-	if want := int64(8*9*256*64+8*tiffJPEGStripWork) + tiffJPEGByteWork*ifd.stripBytes(src); h.Work != want {
+	if want := int64(8*(9*256*64+4*256*3)+8*tiffJPEGStripWork) + tiffJPEGByteWork*ifd.stripBytes(src); h.Work != want {
 		t.Errorf("work %d, want %d", h.Work, want)
 	}
 	// Progressive: libjpeg keeps a strip's coefficients.
