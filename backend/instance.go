@@ -135,6 +135,7 @@ func (inst *Instance) releaseIdle() {
 	defer inst.mu.Unlock()
 	if !inst.closed && time.Since(inst.lastExec) >= idleRelease {
 		reclaim.Released(inst.resp.release())
+		reclaim.Idle()
 	}
 }
 

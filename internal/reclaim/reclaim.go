@@ -46,6 +46,12 @@ func (r *Reclaimer) Released(n int) {
 	}
 }
 
+// Idle records that a user of memory went idle (an instance without
+// batches): what the process freed while busy, the C libraries' and
+// Triton's own (its request and gRPC buffers) included, is handed back
+// once, however little Sluice itself counted.
+func (r *Reclaimer) Idle() { r.Released(int(r.MinBytes)) }
+
 func (r *Reclaimer) run() {
 	r.mu.Lock()
 	now := time.Now()
@@ -87,3 +93,6 @@ func ReleasedC(n int64) {
 		std.Released(int(n))
 	}
 }
+
+// Idle is Reclaimer.Idle for the process's reclaimer.
+func Idle() { std.Idle() }

@@ -82,3 +82,16 @@ func TestRunsAgainAfterTheInterval(t *testing.T) {
 	r.Released(1000)
 	waitRuns(t, runs, 2)
 }
+
+// TestIdleRunsOnce: an idle instance has a run made however little was
+// counted, once, within the interval's rate limit.
+func TestIdleRunsOnce(t *testing.T) {
+	r, runs := newCounting(time.Hour)
+	r.Idle()
+	waitRuns(t, runs, 1)
+	r.Idle() // within the interval: scheduled after it, not now
+	time.Sleep(50 * time.Millisecond)
+	if n := runs.Load(); n != 1 {
+		t.Errorf("Free ran %d times within the interval", n)
+	}
+}
