@@ -11,32 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
-// TestJP2HostileCases: every registered JPEG 2000 case is refused from its
-// headers at the default limits, with the words its case lists, before
-// OpenJPEG allocates anything.
-func TestJP2HostileCases(t *testing.T) {
-	cases := hostile.Of("JPEG 2000")
-	if len(cases) < 3 {
-		t.Fatalf("%d JPEG 2000 cases registered", len(cases))
-	}
-	for _, c := range cases {
-		src := c.Make()
-		var err error
-		n := allocated(func() { _, err = Decode(src, Options{Limits: LimitsFor(64 << 20)}) })
-		if len(c.Refused) == 0 {
-			if err != nil {
-				t.Errorf("%s: %v", c.Name, err)
-			}
-			continue
-		}
-		wantRefused(t, c.Name, err, c.Refused...)
-		if n > 1<<20 {
-			t.Errorf("%s: refusing it allocated %d bytes", c.Name, n)
-		}
-		t.Logf("%s (%d bytes): %v", c.Name, len(src), err)
-	}
-}
-
 // TestJP2HostileShapes: the other ways a small file makes OpenJPEG
 // allocate or work for code-blocks, precincts and layers.
 func TestJP2HostileShapes(t *testing.T) {

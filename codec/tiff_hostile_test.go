@@ -10,33 +10,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
-// TestTIFFHostile: every registered hostile TIFF is refused from its
-// directory, with the cause and words the case names, before libtiff
-// copies its tags or libjpeg decodes a scan.
-func TestTIFFHostile(t *testing.T) {
-	cases := hostile.Of("TIFF")
-	if len(cases) < 3 {
-		t.Fatalf("%d hostile TIFF cases", len(cases))
-	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			src := c.Make()
-			var err error
-			n := allocated(func() { _, err = Decode(src, Options{Limits: LimitsFor(64 << 20)}) })
-			wantCause(t, err, TooLarge)
-			for _, w := range c.Refused {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%q lacks %q", err, w)
-				}
-			}
-			if n > 1<<20 {
-				t.Errorf("refusing allocated %d bytes", n)
-			}
-			t.Logf("%d bytes: %v", len(src), err)
-		})
-	}
-}
-
 // manyTags is an 8×8 grey TIFF with n unknown tags of size bytes each,
 // all on the same data.
 func manyTags(n, size int) []byte { return hostile.TIFFManyTags(n, size) }

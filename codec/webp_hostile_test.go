@@ -8,26 +8,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
-// wantRefused checks that err is a TooLarge naming each of words.
-// The registered hostile cases: refused with their words, or decoded.
-func TestWebPHostileCases(t *testing.T) {
-	for _, c := range hostile.Of("WebP") {
-		src := c.Make()
-		var err error
-		n := allocated(func() { _, err = NewDecoder().Header(src, LimitsFor(64<<20)) })
-		if len(c.Refused) == 0 || c.PerRequest > 1 { // one image of a per-request case is legal
-			if err != nil {
-				t.Errorf("%s: %v", c.Name, err)
-			}
-			continue
-		}
-		wantRefused(t, c.Name, err, c.Refused...)
-		if n > 4<<20 {
-			t.Errorf("%s: Header allocated %d bytes to refuse it", c.Name, n)
-		}
-	}
-}
-
 // 65,536 Huffman groups of an 11-bit colour cache (libwebp would allocate
 // 1.3 GB of tables) are refused from the header, before libwebp runs; the
 // same stream as a lossy image's alpha is too.
