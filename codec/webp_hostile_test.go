@@ -63,15 +63,7 @@ func lossyWithAlpha(t testing.TB, w, h int, alpha []byte) []byte {
 	if string(lossy[12:16]) != "VP8 " {
 		t.Fatalf("expected a simple lossy file, got chunk %q", lossy[12:16])
 	}
-	chunk := func(b []byte, tag string, body []byte) []byte {
-		b = append(b, tag...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
-		b = append(b, body...)
-		if len(body)%2 == 1 {
-			b = append(b, 0)
-		}
-		return b
-	}
+	chunk := hostile.WebPChunk
 	b := []byte("RIFF\x00\x00\x00\x00WEBP")
 	b = chunk(b, "VP8X", []byte{0x10, 0, 0, 0, byte(w - 1), byte((w - 1) >> 8), 0, byte(h - 1), byte((h - 1) >> 8), 0})
 	b = chunk(b, "ALPH", append([]byte{1}, alpha...))

@@ -140,15 +140,7 @@ func TestDecodeWebPTooLarge(t *testing.T) {
 // image chunk.
 func animatedWebP(w, h int, frames ...[]byte) []byte {
 	u24 := func(b []byte, v int) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16)) }
-	chunk := func(b []byte, tag string, body []byte) []byte {
-		b = append(b, tag...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
-		b = append(b, body...)
-		if len(body)%2 == 1 {
-			b = append(b, 0)
-		}
-		return b
-	}
+	chunk := hostile.WebPChunk
 	b := []byte("RIFF\x00\x00\x00\x00WEBP")
 	b = chunk(b, "VP8X", u24(u24([]byte{0x02, 0, 0, 0}, w-1), h-1))
 	b = chunk(b, "ANIM", []byte{0, 0, 0, 0, 0, 0})

@@ -114,10 +114,12 @@ func vp8lFile(w, h int, body []byte, alpha bool) []byte {
 	hw.bits(a, 1)
 	hw.bits(0, 3)
 	stream := append(hw.bytes(), body...)
-	return riff(chunk(nil, "VP8L", stream))
+	return riff(WebPChunk(nil, "VP8L", stream))
 }
 
-func chunk(b []byte, tag string, body []byte) []byte {
+// WebPChunk appends a RIFF chunk (tag, little-endian size, body, a pad
+// byte to an even size) to b.
+func WebPChunk(b []byte, tag string, body []byte) []byte {
 	b = append(b, tag...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
 	b = append(b, body...)
@@ -209,14 +211,14 @@ func WebPAnimatedCanvas(cw, ch, fw, fh, n int) []byte {
 // both even (the format stores offsets halved).
 func WebPAnimatedCanvasAt(cw, ch, x, y, fw, fh, n int) []byte {
 	u24 := func(b []byte, v int) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16)) }
-	b := chunk(nil, "VP8X", u24(u24([]byte{0x02 | 0x10, 0, 0, 0}, cw-1), ch-1))
-	b = chunk(b, "ANIM", []byte{0, 0, 0, 0, 0, 0})
+	b := WebPChunk(nil, "VP8X", u24(u24([]byte{0x02 | 0x10, 0, 0, 0}, cw-1), ch-1))
+	b = WebPChunk(b, "ANIM", []byte{0, 0, 0, 0, 0, 0})
 	for i := 0; i < n; i++ {
 		frame := WebPLosslessSolid(fw, fh, 0xff000000|uint32(0x102030*(i+1))&0xffffff)
 		body := u24(u24(u24(u24(u24(nil, x/2), y/2), fw-1), fh-1), 100)
 		body = append(body, 0x02) // no blending
 		body = append(body, frame[12:]...)
-		b = chunk(b, "ANMF", body)
+		b = WebPChunk(b, "ANMF", body)
 	}
 	return riff(b)
 }
