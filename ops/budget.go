@@ -1,9 +1,6 @@
 package ops
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // Quota is what a Budget allows; a zero field is no limit.
 type Quota struct {
@@ -60,9 +57,4 @@ func (b *Budget) Take(pixels, work int64) error {
 		}
 	}
 	return nil
-}
-
-// String says what is drawn, for logs and tests.
-func (b *Budget) String() string {
-	return fmt.Sprintf("%s budget: %d of %d pixels, %d of %d work", b.Scope, b.pixels.Load(), b.MaxPixels, b.work.Load(), b.MaxWork)
 }
