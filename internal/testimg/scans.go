@@ -22,38 +22,10 @@ func ManyScans(w, h, scans int) []byte {
 	if scans < 1 || scans > MaxScans || w < 1 || h < 1 || w > 65535 || h > 65535 {
 		panic("testimg: ManyScans out of range")
 	}
-	out := []byte{0xFF, 0xD8}
-	seg := func(m byte, body ...byte) {
-		out = append(out, 0xFF, m)
-		out = binary.BigEndian.AppendUint16(out, uint16(len(body)+2))
-		out = append(out, body...)
-	}
-	q := make([]byte, 65)
-	for i := 1; i < 65; i++ {
-		q[i] = 1
-	}
-	seg(0xDB, q...) // DQT: table 0, all ones
-	seg(0xC2, 8, byte(h>>8), byte(h), byte(w>>8), byte(w), 1, 1, 0x11, 0)
-	// DC table: one symbol, category 0 (no change), code "0".
-	dc := append([]byte{0x00, 1}, make([]byte, 15)...)
-	seg(0xC4, append(dc, 0)...)
-	// AC table: the 15 end-of-band runs EOBr (symbols r<<4), 4-bit codes.
-	ac := append([]byte{0x10, 0, 0, 0, 15}, make([]byte, 12)...)
-	for r := range 15 {
-		ac = append(ac, byte(r<<4))
-	}
-	seg(0xC4, ac...)
-
-	blocks := ((w + 7) / 8) * ((h + 7) / 8)
-	var bw bitWriter
-	seg(0xDA, 1, 1, 0x00, 0, 0, 0x00) // DC first scan, Al = 0
-	for range blocks {
-		bw.put(0, 1)
-	}
-	out = bw.flush(out)
-	// AC scans: coefficient k is coded at bit al = depth-1 then refined
-	// to bit 0; every coefficient gets 14 scans but the last, which gets
+	// A DC scan, then coefficient k coded at bit al = depth-1 and refined
+	// to bit 0: every coefficient gets 14 scans but the last, which gets
 	// what is left, so that no coefficient is left half refined.
+	script := []Scan{{}}
 	left := scans - 1
 	for k := 1; left > 0; k++ {
 		depth := min(left, 14)
@@ -62,22 +34,11 @@ func ManyScans(w, h, scans int) []byte {
 			if al < depth-1 {
 				ah = al + 1
 			}
-			seg(0xDA, 1, 1, 0x00, byte(k), byte(k), byte(ah<<4|al))
-			for n := blocks; n > 0; {
-				run := min(n, 1<<15-1)
-				r := 0
-				for 2<<r <= run {
-					r++
-				}
-				bw.put(uint32(r), 4)
-				bw.put(uint32(run-1<<r), r)
-				n -= run
-			}
-			out = bw.flush(out)
+			script = append(script, Scan{Ss: k, Se: k, Ah: ah, Al: al})
 		}
 		left -= depth
 	}
-	return append(out, 0xFF, 0xD9)
+	return GreyScript(w, h, script)
 }
 
 // bitWriter packs entropy-coded bits MSB first.
