@@ -164,7 +164,7 @@ func TestJPEGWork(t *testing.T) {
 	if n, w := work(encodeJPEG(t, gradientImage(64, 64), 90)); n != 1 || w != blocks*64 {
 		t.Errorf("baseline: %d scans, work %d, want 1 and %d", n, w, blocks*64)
 	}
-	full, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Scans: simpleProgression})
+	full, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Scans: testimg.SimpleProgression})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,21 +203,6 @@ func noisyRGB(w, h int) []byte {
 		}
 	}
 	return pix
-}
-
-// simpleProgression is libjpeg's standard progressive script for YCbCr
-// (jpeg_simple_progression), which Pillow and most tools write.
-var simpleProgression = []testimg.Scan{
-	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 0, Al: 1},
-	{Comps: []int{0}, Ss: 1, Se: 5, Ah: 0, Al: 2},
-	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 0, Al: 1},
-	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 0, Al: 1},
-	{Comps: []int{0}, Ss: 6, Se: 63, Ah: 0, Al: 2},
-	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 2, Al: 1},
-	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 1, Al: 0},
-	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 1, Al: 0},
-	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 1, Al: 0},
-	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 1, Al: 0},
 }
 
 // lowPassScript codes luma up to coefficient 44 and chroma up to 20 (with
@@ -276,7 +261,7 @@ func TestJPEGScanScripts(t *testing.T) {
 		t.Errorf("low-pass script: luma differs from Go's decode by up to %d", worst)
 	}
 
-	full, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: simpleProgression})
+	full, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: testimg.SimpleProgression})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +270,8 @@ func TestJPEGScanScripts(t *testing.T) {
 		t.Errorf("the dropped coefficients change the image by only %.2f on average: the test image lacks detail", d)
 	}
 	sos := sosOffsets(full)
-	if len(sos) != len(simpleProgression) {
-		t.Fatalf("found %d scans, wrote %d", len(sos), len(simpleProgression))
+	if len(sos) != len(testimg.SimpleProgression) {
+		t.Fatalf("found %d scans, wrote %d", len(sos), len(testimg.SimpleProgression))
 	}
 	for k := 1; k < len(sos); k++ {
 		cut := append(append([]byte{}, full[:sos[k]]...), 0xFF, mEOI)
@@ -327,7 +312,7 @@ func TestJPEGRefinementPendingPillow(t *testing.T) {
 		luma  [2]int
 		exact bool
 	}{{"4:4:4", [2]int{1, 1}, true}, {"4:2:2", [2]int{2, 1}, true}, {"4:2:0", [2]int{2, 2}, false}, {"4:4:0", [2]int{1, 2}, false}} {
-		full, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: simpleProgression, Luma: sub.luma})
+		full, err := testimg.LibJPEG(pix, w, h, testimg.LibJPEGOptions{Quality: 95, Scans: testimg.SimpleProgression, Luma: sub.luma})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,14 +51,7 @@ func JPEGRefinements(side, n int) []byte {
 // DC refined to bit 1, chroma's AC and DC left at bit 1. Legal (the
 // standard does not require refining to full precision, and libjpeg's
 // encoder writes it), and libjpeg and Pillow decode it without a warning.
-var RefinePendingScript = []testimg.Scan{
-	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 0, Al: 1},
-	{Comps: []int{0}, Ss: 1, Se: 5, Ah: 0, Al: 2},
-	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 0, Al: 1},
-	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 0, Al: 1},
-	{Comps: []int{0}, Ss: 6, Se: 63, Ah: 0, Al: 2},
-	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 2, Al: 1},
-}
+var RefinePendingScript = testimg.SimpleProgression[:6:6]
 
 // JPEGRefinePending is a w×h photo-like image (gradients and noise)
 // encoded by libjpeg with RefinePendingScript, chroma 4:4:4. (Not 4:2:0:

@@ -133,3 +133,18 @@ func GreyScript(w, h int, script []Scan, empty ...int) []byte {
 	}
 	return append(out, 0xFF, 0xD9)
 }
+
+// SimpleProgression is libjpeg's standard progressive script for YCbCr
+// (jpeg_simple_progression), which Pillow and most tools write.
+var SimpleProgression = []Scan{
+	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 0, Al: 1},
+	{Comps: []int{0}, Ss: 1, Se: 5, Ah: 0, Al: 2},
+	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 0, Al: 1},
+	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 0, Al: 1},
+	{Comps: []int{0}, Ss: 6, Se: 63, Ah: 0, Al: 2},
+	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 2, Al: 1},
+	{Comps: []int{0, 1, 2}, Ss: 0, Se: 0, Ah: 1, Al: 0},
+	{Comps: []int{2}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+	{Comps: []int{1}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+	{Comps: []int{0}, Ss: 1, Se: 63, Ah: 1, Al: 0},
+}
