@@ -292,11 +292,13 @@ func (l *avifLayout) price(src []byte, lim Limits) (*avifPlan, *Error) {
 	pixels := int64(l.w) * int64(l.h)
 	bps, planesQ := l.samples()
 	p.work = int64(frameArea)*avifWorkPerSample*planesQ/4 + int64(bytes)*avifWorkPerByte + pixels*avifConvertWork
-	if e := lim.overWork("AVIF", p.work, fmt.Sprintf("%dx%d, %d pixels of AV1 frames in %d items, %d bytes", l.w, l.h, frameArea, len(p.items), bytes)); e != nil {
+	if e := lim.overWork("AVIF", p.work, func() string {
+		return fmt.Sprintf("%dx%d, %d pixels of AV1 frames in %d items, %d bytes", l.w, l.h, frameArea, len(p.items), bytes)
+	}); e != nil {
 		return nil, e
 	}
 	p.memory = l.memory(area, bps, planesQ) + int64(p.join)
-	if e := lim.overMemory("AVIF", p.memory, fmt.Sprintf("%dx%d in %dx%d tiles", l.w, l.h, l.cols, l.rows)); e != nil {
+	if e := lim.overMemory("AVIF", p.memory, func() string { return fmt.Sprintf("%dx%d in %dx%d tiles", l.w, l.h, l.cols, l.rows) }); e != nil {
 		return nil, e
 	}
 	l.meta, l.color, l.alpha = nil, nil, nil // what refers to src; Decode needs the plan's items

@@ -129,7 +129,6 @@ type jp2Estimate struct {
 	memory, work int64
 	cblks        int64 // code-blocks of the largest tile
 	layers       int
-	detail       string
 }
 
 func j2kErr(c Cause, format string, a ...any) *Error {
@@ -407,12 +406,14 @@ func jp2Cost(cs []byte, siz j2kSIZ, lim Limits) (jp2Estimate, *Error) {
 		pocs*(packets*jp2WorkPerPacket+steps*jp2WorkPerStep)
 	e.work = work
 	e.cblks = cblks
-	e.detail = fmt.Sprintf("%dx%d, %d components, %d tiles, %d code-blocks, %d precincts, %d layers",
-		siz.width, siz.height, siz.comps, siz.tiles, cblks, precincts, layers)
-	if err := lim.overMemory("JPEG 2000", e.memory, e.detail); err != nil {
+	detail := func() string {
+		return fmt.Sprintf("%dx%d, %d components, %d tiles, %d code-blocks, %d precincts, %d layers",
+			siz.width, siz.height, siz.comps, siz.tiles, cblks, precincts, layers)
+	}
+	if err := lim.overMemory("JPEG 2000", e.memory, detail); err != nil {
 		return e, err
 	}
-	if err := lim.overWork("JPEG 2000", e.work, e.detail); err != nil {
+	if err := lim.overWork("JPEG 2000", e.work, detail); err != nil {
 		return e, err
 	}
 	return e, nil

@@ -165,8 +165,9 @@ func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
 		for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
 			s.coefBytes += int64(comps[i].blocks) * 128
 		}
-		if e := lim.overMemory("JPEG", s.coefBytes, fmt.Sprintf("coefficients of %d components of %dx%d, %d scans",
-			s.layout.components, s.width, s.height, s.scans)); e != nil {
+		if e := lim.overMemory("JPEG", s.coefBytes, func() string {
+			return fmt.Sprintf("coefficients of %d components of %dx%d, %d scans", s.layout.components, s.width, s.height, s.scans)
+		}); e != nil {
 			return s, e
 		}
 	}

@@ -38,23 +38,25 @@ func LimitsFor(maxPixels int) Limits {
 const baseWorkPerPixel = 4
 
 // overWork is the TooLarge error for an image whose estimated decode
-// work, what counted as detail, exceeds l.MaxWork; nil when it fits.
-func (l Limits) overWork(format string, need int64, detail string) *Error {
+// work exceeds l.MaxWork; nil when it fits. detail says what was counted;
+// it is called only for a refusal, so that every header that fits (the
+// hot path) makes no message.
+func (l Limits) overWork(format string, need int64, detail func() string) *Error {
 	if l.MaxWork <= 0 || need <= l.MaxWork {
 		return nil
 	}
 	return formatErr(TooLarge, format, "%s image needs about %d units of decode work (%s), over the work limit of %d",
-		format, need, detail, l.MaxWork)
+		format, need, detail(), l.MaxWork)
 }
 
 // overMemory is the TooLarge error for an image whose decoder would
-// allocate about need bytes, for what detail says; nil when it fits.
-func (l Limits) overMemory(format string, need int64, detail string) *Error {
+// allocate about need bytes; nil when it fits. detail as for overWork.
+func (l Limits) overMemory(format string, need int64, detail func() string) *Error {
 	if l.MaxMemory <= 0 || need <= l.MaxMemory {
 		return nil
 	}
 	return formatErr(TooLarge, format, "%s image needs about %d bytes of decoder memory (%s), over the memory limit of %d",
-		format, need, detail, l.MaxMemory)
+		format, need, detail(), l.MaxMemory)
 }
 
 // checkEstimates completes h's estimates (at least baseWorkPerPixel a
@@ -62,11 +64,7 @@ func (l Limits) overMemory(format string, need int64, detail string) *Error {
 // image themselves.
 func (l Limits) checkEstimates(h *Header) error {
 	h.Work = max(h.Work, int64(h.Pixels())*baseWorkPerPixel)
-	over := (l.MaxWork > 0 && h.Work > l.MaxWork) || (l.MaxMemory > 0 && h.Memory > l.MaxMemory)
-	if !over { // the messages are made only for a refusal: no allocation
-		return nil
-	}
-	size := fmt.Sprintf("%dx%d", h.Width, h.Height)
+	size := func() string { return fmt.Sprintf("%dx%d", h.Width, h.Height) }
 	if e := l.overWork(h.Format, h.Work, size); e != nil {
 		return e
 	}

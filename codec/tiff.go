@@ -100,8 +100,10 @@ func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
 	if l.info.tiled != 0 {
 		mem += int64(l.info.tw) * int64(l.info.th) * int64(l.spp*l.bytes)
 	}
-	if e := lim.overMemory("TIFF", mem, fmt.Sprintf("%dx%d, %d tags holding %d bytes of tag data, %d %s",
-		w, h, c.ifd.entries, c.ifd.tagData, c.ifd.striles, c.ifd.strileName())); e != nil {
+	if e := lim.overMemory("TIFF", mem, func() string {
+		return fmt.Sprintf("%dx%d, %d tags holding %d bytes of tag data, %d %s",
+			w, h, c.ifd.entries, c.ifd.tagData, c.ifd.striles, c.ifd.strileName())
+	}); e != nil {
 		return Header{}, e
 	}
 	return Header{Width: w, Height: h, Orientation: o, Work: c.work, Memory: mem}, nil

@@ -359,8 +359,10 @@ func (d *tiffIFD) jpegCost(b []byte, lim Limits) tiffJPEGCost {
 // returns the estimates for Header.
 func (d *tiffIFD) checkLimits(b []byte, lim Limits) (work, mem int64, err *Error) {
 	mem = d.memory()
-	if e := lim.overMemory("TIFF", mem, fmt.Sprintf("%d tags holding %d bytes of tag data, %d %s",
-		d.entries, d.tagData, d.striles, d.strileName())); e != nil {
+	if e := lim.overMemory("TIFF", mem, func() string {
+		return fmt.Sprintf("%d tags holding %d bytes of tag data, %d %s",
+			d.entries, d.tagData, d.striles, d.strileName())
+	}); e != nil {
 		return 0, 0, e
 	}
 	per := int64(tiffStripWork)
@@ -373,8 +375,10 @@ func (d *tiffIFD) checkLimits(b []byte, lim Limits) (work, mem int64, err *Error
 		// below read the file many times over.
 		n := d.stripBytes(b)
 		work = min(work+n*tiffJPEGByteWork, 1<<62)
-		if e := lim.overWork("TIFF", work, fmt.Sprintf("JPEG in %d %s of %d bytes in all, before their scans",
-			d.striles, d.strileName(), n)); e != nil {
+		if e := lim.overWork("TIFF", work, func() string {
+			return fmt.Sprintf("JPEG in %d %s of %d bytes in all, before their scans",
+				d.striles, d.strileName(), n)
+		}); e != nil {
 			return 0, 0, e
 		}
 		c := d.jpegCost(b, lim)
@@ -383,11 +387,13 @@ func (d *tiffIFD) checkLimits(b []byte, lim Limits) (work, mem int64, err *Error
 		}
 		work = min(work+c.work, 1<<62)
 		mem += c.coefs
-		if e := lim.overWork("TIFF", work, fmt.Sprintf("JPEG in %d %s, %d scans in all, at most %d in one",
-			d.striles, d.strileName(), c.scans, c.most)); e != nil {
+		if e := lim.overWork("TIFF", work, func() string {
+			return fmt.Sprintf("JPEG in %d %s, %d scans in all, at most %d in one",
+				d.striles, d.strileName(), c.scans, c.most)
+		}); e != nil {
 			return 0, 0, e
 		}
-	} else if e := lim.overWork("TIFF", work, fmt.Sprintf("%d %s", d.striles, d.strileName())); e != nil {
+	} else if e := lim.overWork("TIFF", work, func() string { return fmt.Sprintf("%d %s", d.striles, d.strileName()) }); e != nil {
 		return 0, 0, e
 	}
 	return work, mem, nil

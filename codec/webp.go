@@ -163,9 +163,11 @@ func (d *webpDecoder) Header(src []byte, lim Limits) (Header, error) {
 	}
 	hd.Work = c.work + int64(w)*int64(h)*baseWorkPerPixel
 	hd.Memory = c.memory + stage
-	size := fmt.Sprintf("%dx%d", w, h)
-	if c.detail != "" {
-		size += ", " + c.detail
+	size := func() string {
+		if d := c.detail(); d != "" {
+			return fmt.Sprintf("%dx%d, %s", w, h, d)
+		}
+		return fmt.Sprintf("%dx%d", w, h)
 	}
 	if e := lim.overWork("WebP", hd.Work, size); e != nil {
 		return Header{}, e
@@ -179,7 +181,18 @@ func (d *webpDecoder) Header(src []byte, lim Limits) (Header, error) {
 // webpCost is an estimate of decoding one image stream.
 type webpCost struct {
 	work, memory int64
-	detail       string // what dominates it, for a refusal's message
+	// The lossless stream that dominates it and what it is ("lossless",
+	// "lossless alpha"), named in a refusal's message; nil for none.
+	lossless *vp8lInfo
+	what     string
+}
+
+// detail names what dominates the cost, "" when nothing does.
+func (c webpCost) detail() string {
+	if c.lossless == nil {
+		return ""
+	}
+	return c.lossless.detail(c.what)
 }
 
 // webpChunkAt reads the chunk header at b[off:]: its tag, the payload's
@@ -238,7 +251,7 @@ func webpStreamCost(src []byte, off, end int, alph []byte, lim Limits) (webpCost
 			return webpCost{}, err
 		}
 		px := int64(v.xsize) * int64(v.ysize)
-		return webpCost{work: v.work(px), memory: v.memory(), detail: v.detail("lossless")}, nil
+		return webpCost{work: v.work(px), memory: v.memory(), lossless: v, what: "lossless"}, nil
 	case "VP8 ":
 		if start+10 > end {
 			return webpCost{}, formatErr(Truncated, "WebP", "WebP data ends early, within the VP8 frame header")
@@ -256,7 +269,7 @@ func webpStreamCost(src []byte, off, end int, alph []byte, lim Limits) (webpCost
 				}
 				c.work += v.work(px)
 				c.memory += v.memory()
-				c.detail = v.detail("lossless alpha")
+				c.lossless, c.what = v, "lossless alpha"
 			}
 		}
 		return c, nil
@@ -281,7 +294,7 @@ func webpLosslessInfo(b []byte, header bool, w, h int, lim Limits) (*vp8lInfo, e
 		return nil, formatErr(Corrupt, "WebP", "%s is corrupt: %s", what, e.what)
 	}
 	if v.groupsRead > 1 {
-		detail := v.detail(what)
+		detail := func() string { return v.detail(what) }
 		if e := lim.overMemory("WebP", v.tablesMemory(), detail); e != nil {
 			return nil, e
 		}
@@ -306,7 +319,7 @@ func webpAnimationCost(src []byte, cw, ch int, lim Limits) (c webpCost, stage in
 		off = next
 	}
 	demux := chunks * webpDemuxMemoryPerChunk
-	if e := lim.overMemory("WebP", demux, fmt.Sprintf("animation of %d chunks", chunks)); e != nil {
+	if e := lim.overMemory("WebP", demux, func() string { return fmt.Sprintf("animation of %d chunks", chunks) }); e != nil {
 		return webpCost{}, 0, e
 	}
 	fr := C.sl_webp_first_frame_info((*C.uint8_t)(unsafe.Pointer(&src[0])), C.size_t(len(src)))
