@@ -376,30 +376,24 @@ def main():
         "kinds": {k: len(v) for k, v in kinds.items()},
     }
 
-    tv = ocv = None
     setup_err = {}
-    if "torchvision" in only:
-        try:
-            tv = TorchVision(args.gpu)
-        except Exception as e:
-            setup_err["torchvision"] = {"error": f"{type(e).__name__}: {short_error(e)}"}
-    gpu_peers = {}
-    for name in [c for c in only if c in NVIMGCODEC_MODES]:
-        try:
-            gpu_peers[name] = NvImgCodec(args.gpu, NVIMGCODEC_MODES[name])
-        except Exception as e:
-            setup_err[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
-    dalis = {}
-    for name in [c for c in only if c in DALI_LOADS]:
-        try:
-            dalis[name] = Dali(args.gpu, DALI_LOADS[name])
-        except Exception as e:
-            setup_err[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
-    if "opencv" in only:
-        try:
-            ocv = OpenCV()
-        except Exception as e:
-            setup_err["opencv"] = {"error": f"{type(e).__name__}: {short_error(e)}"}
+
+    def setup(name, make):
+        """The contender make() builds, or None with its error in setup_err:
+        one contender's failure is its table cells, not the run's end."""
+        if name not in only:
+            return None
+        r = measure(name, make)
+        if isinstance(r, dict):
+            setup_err[name] = r
+            return None
+        return r
+
+    tv = setup("torchvision", lambda: TorchVision(args.gpu))
+    gpu_peers = {n: p for n in NVIMGCODEC_MODES
+                 if (p := setup(n, lambda n=n: NvImgCodec(args.gpu, NVIMGCODEC_MODES[n])))}
+    dalis = {n: p for n in DALI_LOADS if (p := setup(n, lambda n=n: Dali(args.gpu, DALI_LOADS[n])))}
+    ocv = setup("opencv", OpenCV)
     info["versions"] = versions(only)
 
     rows = []
