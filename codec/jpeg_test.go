@@ -393,15 +393,11 @@ func TestDecodeJPEGWarnings(t *testing.T) {
 // file with a last scan that names an undefined Huffman table, a fatal
 // error, gives the warning's text: libjpeg never reached that scan.
 func TestJPEGStopsAtFirstWarning(t *testing.T) {
-	var src []byte
-	for _, c := range hostile.Of("JPEG") {
-		if c.Name == "jpeg-8192-refine23-bogus" {
-			src = c.Make()
-		}
-	}
-	if src == nil {
+	c, ok := hostile.Named("jpeg-8192-refine23-bogus")
+	if !ok {
 		t.Fatal("no jpeg-8192-refine23-bogus case")
 	}
+	src := c.Make()
 	if s, err := scanJPEG(src, LimitsFor(defaultMaxPixels)); err != nil {
 		t.Fatalf("the file must be within the limits: %v (work %d)", err, s.work)
 	}

@@ -110,35 +110,34 @@ func TestJPEGWorkBudget(t *testing.T) {
 // over the work limit from its headers; so many refinements of one
 // coefficient fit.
 func TestJPEGRefinementWork(t *testing.T) {
-	for _, c := range hostile.Of("JPEG") {
-		if c.Name != "jpeg-8192-refine94" {
-			continue
-		}
-		src := c.Make()
-		var err error
-		n := allocated(func() { _, err = Decode(src, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)}) })
-		wantCause(t, err, TooLarge)
-		for _, w := range append([]string{"95 scans need"}, c.Refused...) {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("message %q lacks %q", err, w)
-			}
-		}
-		if n > 1<<20 {
-			t.Errorf("%d bytes allocated before refusing", n)
-		}
-		s, _ := scanJPEG(src, Limits{})
-		if want := 1 << 20 * (64 + 94*(64+3*63)); s.work != want {
-			t.Errorf("work %d, want %d", s.work, want)
-		}
-		t.Logf("%d bytes: %v", len(src), err)
+	c, ok := hostile.Named("jpeg-8192-refine94")
+	if !ok {
+		t.Fatal("no jpeg-8192-refine94 case")
 	}
+	src := c.Make()
+	var err error
+	n := allocated(func() { _, err = Decode(src, Options{Color: Gray, Limits: LimitsFor(defaultMaxPixels)}) })
+	wantCause(t, err, TooLarge)
+	for _, w := range append([]string{"95 scans need"}, c.Refused...) {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message %q lacks %q", err, w)
+		}
+	}
+	if n > 1<<20 {
+		t.Errorf("%d bytes allocated before refusing", n)
+	}
+	s, _ := scanJPEG(src, Limits{})
+	if want := 1 << 20 * (64 + 94*(64+3*63)); s.work != want {
+		t.Errorf("work %d, want %d", s.work, want)
+	}
+	t.Logf("%d bytes: %v", len(src), err)
 	one := []testimg.Scan{{Ss: 0, Se: 0, Al: 13}}
 	for al := 12; al >= 0; al-- {
 		one = append(one, testimg.Scan{Ss: 0, Se: 0, Ah: al + 1, Al: al})
 	}
-	s, err := scanJPEG(testimg.GreyScript(1024, 1024, one), LimitsFor(1<<20))
-	if err != nil {
-		t.Fatal(err)
+	s, serr := scanJPEG(testimg.GreyScript(1024, 1024, one), LimitsFor(1<<20))
+	if serr != nil {
+		t.Fatal(serr)
 	}
 	if want := 1 << 14 * (64 + 13*67); s.work != want {
 		t.Errorf("DC refined 13 times: work %d, want %d", s.work, want)
@@ -376,15 +375,11 @@ func samePillow(t *testing.T, what string, src []byte) {
 // after four scans, with its EOI) decode as Pillow decodes them, at full
 // size and scaled (libjpeg's block smoothing applies to both).
 func TestJPEGRefinePending(t *testing.T) {
-	var src []byte
-	for _, c := range hostile.Of("JPEG") {
-		if c.Name == "jpeg-refine-pending" {
-			src = c.Make()
-		}
-	}
-	if src == nil {
+	c, ok := hostile.Named("jpeg-refine-pending")
+	if !ok {
 		t.Fatal("no jpeg-refine-pending case")
 	}
+	src := c.Make()
 	samePillow(t, "refinement pending", src)
 	s, err := scanJPEG(src, Limits{})
 	if err != nil || s.scans != len(hostile.RefinePendingScript) {

@@ -64,6 +64,18 @@ func Cases() []Case {
 	return out
 }
 
+// Named is the case of that name; ok is false when none is registered.
+func Named(name string) (c Case, ok bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range cases {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Case{}, false
+}
+
 // Of lists the cases of one format.
 func Of(format string) []Case {
 	var out []Case
