@@ -109,9 +109,12 @@ func (h Header) HuffmanSequential() bool {
 }
 
 // HuffmanProgressive reports a progressive JPEG with Huffman coding of 1 or
-// 3 components: what nvJPEG's CPU-Huffman decoder takes.
+// 3 components: what nvJPEG's CPU-Huffman decoder takes. Not one whose
+// script ends with refinement pending: libjpeg (and Pillow) smooth its
+// blocks, nvJPEG does not, and on an H200 with driver 580 its stream
+// parser refused one (Go's video-001.progressive.truncated.jpeg).
 func (h Header) HuffmanProgressive() bool {
-	return h.jpeg.sof == 0xC2 && (h.jpeg.components == 1 || h.jpeg.components == 3)
+	return h.jpeg.sof == 0xC2 && (h.jpeg.components == 1 || h.jpeg.components == 3) && !h.jpeg.pending
 }
 
 // Components is a JPEG's colour component count; 0 for other formats.

@@ -72,6 +72,10 @@ type jpegLayout struct {
 	sof        byte // SOFn marker code
 	components int
 	space      ColorSpace // from libjpeg's header reader
+	// pending: a progressive script that ends with coefficients not
+	// refined to their last bit, which libjpeg decodes with block
+	// smoothing.
+	pending bool
 }
 
 // process names the coding process of a SOF marker for messages.
@@ -115,6 +119,7 @@ type frameComp struct {
 	h, v    int    // sampling factors
 	blocks  int    // 8×8 blocks a scan of it visits, MCU padding included
 	started uint64 // coefficients some first scan (Ah = 0) has coded
+	fine    uint64 // coefficients some scan coded down to their last bit (Al = 0)
 }
 
 // scanJPEG walks the whole marker structure of b without decoding, the way
@@ -302,19 +307,22 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 		return formatErr(Corrupt, "JPEG", "bogus JPEG SOS length %d", len(seg))
 	}
 	ns := int(seg[0])
-	ss, se, ah := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4)
-	var band, started uint64
+	ss, se, ah, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&15)
+	var band, started, fine uint64
 	if ss <= se && se < 64 {
 		band = (^uint64(0) >> (63 - se)) &^ (uint64(1)<<ss - 1)
 	}
 	unit := 64 // work per block (see JPEGWorkPerPixel)
 	switch {
 	case !progressive(s.layout.sof):
-		started = ^uint64(0) // a sequential scan codes its components fully
+		started, fine = ^uint64(0), ^uint64(0) // a sequential scan codes its components fully
 	case ah == 0:
 		started = band
 	default: // refinement: reads the whole band of every block
 		unit += 3 * bits.OnesCount64(band)
+	}
+	if al == 0 {
+		fine |= band
 	}
 	if s.layout.sof == 0xC9 || s.layout.sof == 0xCA { // arithmetic coding
 		unit += 16 * bits.OnesCount64(band)
@@ -329,6 +337,7 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 			return formatErr(Corrupt, "JPEG", "JPEG scan names component %d, which the frame lacks", id)
 		}
 		comps[c].started |= started
+		comps[c].fine |= fine
 		// Saturates far below overflow: a scan adds at most 10 components
 		// of 65535²/64 blocks of 1280 units.
 		s.work = min(s.work+unit*comps[c].blocks, 1<<62)
@@ -343,6 +352,7 @@ func (s *jpegScan) checkComplete(comps *[maxFrameComps]frameComp) *Error {
 			return formatErr(Truncated, "JPEG", "%s JPEG ends before its last scan (component %d has no DC scan)",
 				s.layout.process(), c.id)
 		}
+		s.layout.pending = s.layout.pending || c.started&^c.fine != 0
 	}
 	return nil
 }

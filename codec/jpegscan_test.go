@@ -524,3 +524,38 @@ func TestJPEGCoefficientMemory(t *testing.T) {
 		t.Errorf("8192x8192 grey: %d bytes, %v", s.coefBytes, err)
 	}
 }
+
+// TestJPEGRefinePendingNotForNVJPEG: a script that ends with refinement
+// pending is not offered to nvJPEG's progressive decoder (libjpeg smooths
+// its blocks, nvJPEG does not); the full standard script and one that
+// never codes some coefficients are.
+func TestJPEGRefinePendingNotForNVJPEG(t *testing.T) {
+	c, ok := hostile.Named("jpeg-refine-pending")
+	if !ok {
+		t.Fatal("no jpeg-refine-pending case")
+	}
+	pix := noisyRGB(64, 64)
+	full, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Scans: testimg.SimpleProgression})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowPass, err := testimg.LibJPEG(pix, 64, 64, testimg.LibJPEGOptions{Quality: 90, Scans: lowPassScript})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder()
+	defer d.Close()
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		want bool
+	}{{"refinement pending", c.Make(), false}, {"standard script", full, true}, {"high frequencies never coded", lowPass, true}} {
+		h, err := d.Header(tc.src, Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := h.HuffmanProgressive(); got != tc.want {
+			t.Errorf("%s: HuffmanProgressive %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
