@@ -340,7 +340,7 @@ def main():
     ap.add_argument("--workers", type=int, default=0, help="sluice bench --workers (0: its default)")
     ap.add_argument("--instances", type=int, default=1,
                     help="sluice bench --instances: executors at once, as a Triton instance count")
-    ap.add_argument("--hw-share", type=float, help="sluice bench --hw-share (default: Sluice's, adaptive)")
+    ap.add_argument("--hw-share", type=float, help="sluice bench --hw-share (default: Sluice's)")
     ap.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated subset of " + ",".join(CONTENDERS))
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of: " + ", ".join(KINDS))
     ap.add_argument("--json-out")

@@ -200,11 +200,19 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			hyList = append(hyList, s)
 		}
 	}
-	cores := 1
+	cores, cpuPx := 1, 0
 	if e.hw != nil {
 		cores = e.hw.cores
 	}
-	if k := e.split.count(len(hwList), cores); k < len(hwList) {
+	px := e.hwPx[:0]
+	for _, s := range hwList {
+		px = append(px, e.samples[s].w*e.samples[s].h)
+	}
+	for _, s := range cpuList {
+		cpuPx += e.samples[s].w * e.samples[s].h
+	}
+	e.hwPx = px
+	if k := e.split.count(px, cpuPx, cores); k < len(hwList) {
 		// The rest take the route they were given: decoupled on the CPU
 		// workers, or the batched hybrid decoder without it.
 		for _, s := range hwList[k:] {

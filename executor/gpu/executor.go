@@ -98,6 +98,7 @@ type Executor struct {
 	closed  bool
 	samples []sample
 	split   splitter // the engines' share of the JPEGs they take (route.go)
+	hwPx    []int    // runPart's pixels of the engine-decodable samples, kept for the next part
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.

@@ -1,8 +1,6 @@
 package gpu
 
 import (
-	"math"
-
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
@@ -109,16 +107,20 @@ func retryPath(Path) Path { return PathCPU }
 // splitter decides how many of a part's engine-decodable JPEGs go to the
 // engines; the others join the CPU workers' list (decoupled).
 type splitter struct {
-	share float64 // of the engine-decodable JPEGs, to the engines
+	// Of the part's pixels on the engines and the CPU workers together,
+	// the share for the engines: what the CPU workers have already (the
+	// JPEGs only they decode) counts against their remainder, so a part
+	// full of progressive JPEGs sends every colour baseline JPEG to the
+	// engines.
+	share float64
 }
 
 // DefaultHWShare is executor.Options.HWShare's default here: every colour
 // baseline JPEG the engines take goes to them. Measured on an H200
-// (docs/perf.md, 2026-12-01): a share of 0.65 (DALI's default) is 12%
-// faster on baseline JPEGs alone at batch 256, but 20% slower on the
-// corpus's whole mix, whose progressive and greyscale JPEGs already keep
-// the CPU workers busy; a controller that moved the share to make both
-// routes finish together was no faster than either.
+// (docs/perf.md, 2026-12-01): a share of 0.65-0.75 is 5-15% faster on
+// colour baseline JPEGs alone at batch 256, but up to 40% slower at batch
+// 64 and no faster on the corpus's whole mix; a controller that moved the
+// share to make both routes finish together was no faster than either.
 const DefaultHWShare = 1.0
 
 func newSplitter(configured float64) splitter {
@@ -128,13 +130,24 @@ func newSplitter(configured float64) splitter {
 	return splitter{share: min(configured, 1)}
 }
 
-// count is how many of n engine-decodable images go to the engines: the
-// share, rounded up to whole rounds of the engines' cores.
-func (sp *splitter) count(n, cores int) int {
-	if n == 0 {
-		return 0
+// count is how many of the engine-decodable images, of px pixels each, go
+// to the engines (the first ones), when the CPU workers have cpuPx pixels
+// to decode already: the share, rounded up to whole rounds of the engines'
+// cores.
+func (sp *splitter) count(px []int, cpuPx, cores int) int {
+	n := len(px)
+	total := cpuPx
+	for _, p := range px {
+		total += p
 	}
-	k := int(math.Round(sp.share * float64(n)))
+	// Pixels to move to the CPU workers, an image at a time from the end
+	// while that comes nearer the share.
+	move := (1-sp.share)*float64(total) - float64(cpuPx)
+	k, moved := n, 0
+	for k > 0 && float64(moved)+float64(px[k-1])/2 < move {
+		k--
+		moved += px[k]
+	}
 	if cores > 1 && k > 0 && k%cores != 0 {
 		k += cores - k%cores
 	}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
@@ -58,21 +59,35 @@ func TestGPURGBJPEG(t *testing.T) {
 	}
 }
 
-// TestSplitter: the share, rounded up to whole rounds of the engines'
+// TestSplitter: the share of the pixels, what the CPU workers have already
+// counted against theirs, rounded up to whole rounds of the engines'
 // cores; a negative one is the default.
 func TestSplitter(t *testing.T) {
+	same := func(n, p int) []int { return slices.Repeat([]int{p}, n) }
 	sp := newSplitter(0.5)
-	if n := sp.count(64, 1); n != 32 {
-		t.Errorf("count(64) at 0.5: %d", n)
+	if n := sp.count(same(64, 100), 0, 1); n != 32 {
+		t.Errorf("64 images at 0.5: %d to the engines, want 32", n)
 	}
-	if n := sp.count(10, 4); n != 8 {
-		t.Errorf("count(10) with 4 cores a round: %d, want 8 (5 rounded up to whole rounds)", n)
+	if n := sp.count(same(10, 100), 0, 4); n != 8 {
+		t.Errorf("10 images with 4 cores a round: %d, want 8 (5 rounded up to whole rounds)", n)
 	}
-	if d := newSplitter(-1); d.share != DefaultHWShare || d.count(7, 4) != 7 {
-		t.Errorf("default: share %v, count(7) %d", d.share, d.count(7, 4))
+	if n := sp.count(same(64, 100), 1600, 1); n != 40 {
+		t.Errorf("64 images beside 1,600 CPU pixels at 0.5: %d to the engines, want 40", n)
 	}
-	if z := newSplitter(0); z.count(64, 4) != 0 {
-		t.Errorf("share 0 sent %d to the engines", z.count(64, 4))
+	if n := sp.count(same(64, 100), 6400, 1); n != 64 {
+		t.Errorf("64 images beside as many CPU pixels at 0.5: %d to the engines, want all", n)
+	}
+	if n := sp.count([]int{100, 100, 1000}, 0, 1); n != 2 {
+		t.Errorf("a large image last at 0.5: %d to the engines, want 2 (the large one to the CPU)", n)
+	}
+	if d := newSplitter(-1); d.share != DefaultHWShare || d.count(same(7, 100), 0, 4) != 7 {
+		t.Errorf("default: share %v, count %d of 7", d.share, d.count(same(7, 100), 0, 4))
+	}
+	if z := newSplitter(0); z.count(same(64, 100), 0, 4) != 0 {
+		t.Errorf("share 0 sent %d to the engines", z.count(same(64, 100), 0, 4))
+	}
+	if n := sp.count(nil, 500, 4); n != 0 {
+		t.Errorf("no engine-decodable image: %d", n)
 	}
 }
 
