@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/executor"
 	// KIND_GPU instances need the GPU executor linked in, as cgo does.
 	_ "github.com/sluice-dev/sluice/executor/gpu"
+	"github.com/sluice-dev/sluice/internal/allocstest"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
@@ -384,7 +385,7 @@ func TestExecuteAllocs(t *testing.T) {
 	for range 10 {
 		run()
 	}
-	n := testing.AllocsPerRun(10, run)
+	n := allocstest.PerRun(t, 10, run)
 	t.Logf("%v allocations per Execute of 3 requests, 3 images, one failed request", n)
 	// The failed request's *Error and its message are the only ones.
 	if n > 6 {
@@ -402,7 +403,7 @@ func TestExecuteAllocs(t *testing.T) {
 	for range 10 {
 		run()
 	}
-	n = testing.AllocsPerRun(10, run)
+	n = allocstest.PerRun(t, 10, run)
 	t.Logf("%v allocations per Execute of 3 requests, 4 images, all good", n)
 	if n > 0 {
 		t.Errorf("%v allocations per Execute in steady state", n)

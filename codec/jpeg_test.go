@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/allocstest"
 	"github.com/sluice-dev/sluice/internal/hostile"
 )
 
@@ -343,7 +344,7 @@ func TestJPEGDecodeNoAllocs(t *testing.T) {
 			}
 		}
 		run() // warm the scratch buffers
-		if n := testing.AllocsPerRun(20, run); n != 0 {
+		if n := allocstest.PerRun(t, 20, run); n != 0 {
 			t.Errorf("orientation %d: %v allocations per decode, want 0", h.Orientation, n)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/allocstest"
 	"github.com/sluice-dev/sluice/internal/bufpool"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/ops"
@@ -251,7 +252,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	for range 5 {
 		run()
 	}
-	if n := testing.AllocsPerRun(20, run); n > 0 {
+	if n := allocstest.PerRun(t, 20, run); n > 0 {
 		t.Errorf("%v allocations per batch in steady state", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/allocstest"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -321,7 +322,7 @@ func TestDecodeNoAllocs(t *testing.T) {
 		}
 	}
 	run()
-	if n := testing.AllocsPerRun(20, run); n != 0 {
+	if n := allocstest.PerRun(t, 20, run); n != 0 {
 		t.Errorf("%v allocations per sample, want 0", n)
 	}
 	if h, w, _ := out[0].HWC(); h != 160 || w != 120 || out[0].Full != [2]int{320, 240} {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/allocstest"
 )
 
 // Test helpers shared by the geometric operators' tests.
@@ -134,7 +136,7 @@ func wantImage(t *testing.T, got *Tensor, dims []int, data []byte) {
 func noAllocs(t *testing.T, r *runner, in *Tensor) {
 	t.Helper()
 	r.mustRun(t, in)
-	if n := testing.AllocsPerRun(20, func() { _ = r.run(in) }); n != 0 {
+	if n := allocstest.PerRun(t, 20, func() { _ = r.run(in) }); n != 0 {
 		t.Errorf("%.1f allocations per run in steady state, want 0", n)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/allocstest"
 )
 
 func buildNormalize(t *testing.T, in Spec, raw Args) (Op, Spec) {
@@ -121,7 +123,7 @@ func TestNormalizeNoAllocs(t *testing.T) {
 		}
 	}
 	run()
-	if n := testing.AllocsPerRun(20, run); n != 0 {
+	if n := allocstest.PerRun(t, 20, run); n != 0 {
 		t.Errorf("%v allocations per run", n)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package allocstest
+
+const raceEnabled = true
