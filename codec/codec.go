@@ -9,29 +9,36 @@
 // corrupt, unsupported, oversized or non-image one.
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// Color is the pixel layout of decoded output.
+// Color is the pixel layout of decoded output, and what the channels of an
+// image tensor hold (package ops aliases it). NoColor marks what is not an
+// image; as Options.Color it means RGB.
 type Color uint8
 
 const (
-	RGB Color = iota + 1
+	NoColor Color = iota
+	RGB
 	BGR
 	Gray
 	RGBA
 	BGRA
 )
 
-var colorNames = [...]string{RGB: "RGB", BGR: "BGR", Gray: "GRAY", RGBA: "RGBA", BGRA: "BGRA"}
+var colorNames = [...]string{NoColor: "NONE", RGB: "RGB", BGR: "BGR", Gray: "GRAY", RGBA: "RGBA", BGRA: "BGRA"}
 
 func (c Color) String() string {
-	if c >= RGB && int(c) < len(colorNames) {
+	if int(c) < len(colorNames) {
 		return colorNames[c]
 	}
 	return fmt.Sprintf("Color(%d)", uint8(c))
 }
 
-// Channels is the number of bytes per pixel, 0 for an invalid colour.
+// Channels is the number of bytes per pixel, 0 for NoColor or an invalid
+// colour.
 func (c Color) Channels() int {
 	switch c {
 	case Gray:
@@ -42,6 +49,16 @@ func (c Color) Channels() int {
 		return 4
 	}
 	return 0
+}
+
+// ParseColor reads a colour name, case-insensitively.
+func ParseColor(s string) (Color, error) {
+	for c, n := range colorNames {
+		if c != int(NoColor) && strings.EqualFold(s, n) {
+			return Color(c), nil
+		}
+	}
+	return NoColor, fmt.Errorf("unknown colour %q (want RGB, BGR, GRAY, RGBA or BGRA)", s)
 }
 
 // Options says how to decode.

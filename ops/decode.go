@@ -35,14 +35,9 @@ func init() {
 
 type decodeOp struct {
 	color    Color
-	ccolor   codec.Color
 	orient   bool
 	dctScale bool
 	sizer    Sizer // the only consumer, when it sizes from the input alone
-}
-
-var decodeColors = map[Color]codec.Color{
-	RGB: codec.RGB, BGR: codec.BGR, Gray: codec.Gray, RGBA: codec.RGBA, BGRA: codec.BGRA,
 }
 
 func newDecode(a Args) (Op, error) {
@@ -50,7 +45,7 @@ func newDecode(a Args) (Op, error) {
 	if err != nil {
 		return nil, &ArgError{"color", err.Error()}
 	}
-	return &decodeOp{color: col, ccolor: decodeColors[col], orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}, nil
+	return &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}, nil
 }
 
 func (o *decodeOp) Infer(in []Spec) ([]Spec, error) {
@@ -125,7 +120,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	opt := codec.Options{Color: o.ccolor, Orient: o.orient, Scale: o.scale(h)}
+	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h)}
 	oh, ow, oc := h.OutSize(opt)
 	st.held = max(st.held, 4*oh*ow)
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)

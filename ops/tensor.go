@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/internal/bufpool"
 )
 
@@ -55,50 +56,22 @@ func ParseDType(s string) (DType, error) {
 	return Invalid, fmt.Errorf("unknown dtype %q (want UINT8, FP16 or FP32)", s)
 }
 
-// Color says what the channels of an image tensor hold. Tensors that are not
-// images (letterbox's scale and offsets) have NoColor.
-type Color uint8
+// Color says what the channels of an image tensor hold: codec's, so that a
+// decode passes it on as it is. Tensors that are not images (letterbox's
+// scale and offsets) have NoColor.
+type Color = codec.Color
 
 const (
-	NoColor Color = iota
-	RGB
-	BGR
-	Gray
-	RGBA
-	BGRA
+	NoColor = codec.NoColor
+	RGB     = codec.RGB
+	BGR     = codec.BGR
+	Gray    = codec.Gray
+	RGBA    = codec.RGBA
+	BGRA    = codec.BGRA
 )
 
-var colorNames = [...]string{NoColor: "NONE", RGB: "RGB", BGR: "BGR", Gray: "GRAY", RGBA: "RGBA", BGRA: "BGRA"}
-
-func (c Color) String() string {
-	if int(c) < len(colorNames) {
-		return colorNames[c]
-	}
-	return fmt.Sprintf("Color(%d)", uint8(c))
-}
-
-// Channels is the number of channels an image of this colour has.
-func (c Color) Channels() int {
-	switch c {
-	case Gray:
-		return 1
-	case RGB, BGR:
-		return 3
-	case RGBA, BGRA:
-		return 4
-	}
-	return 0
-}
-
 // ParseColor reads a colour name, case-insensitively.
-func ParseColor(s string) (Color, error) {
-	for c, n := range colorNames {
-		if c != int(NoColor) && strings.EqualFold(s, n) {
-			return Color(c), nil
-		}
-	}
-	return NoColor, fmt.Errorf("unknown colour %q (want RGB, BGR, GRAY, RGBA or BGRA)", s)
-}
+func ParseColor(s string) (Color, error) { return codec.ParseColor(s) }
 
 // Dynamic marks a dimension whose size is known only per sample.
 const Dynamic = -1
