@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/client"
-	"github.com/sluice-dev/sluice/internal/npy"
+	"github.com/sluice-dev/sluice/cmd/sluice/npy"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/internal/tritontest"
 	"github.com/sluice-dev/sluice/ops"

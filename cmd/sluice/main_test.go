@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-dev/sluice/internal/npy"
+	"github.com/sluice-dev/sluice/cmd/sluice/npy"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"

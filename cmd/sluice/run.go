@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-dev/sluice/cmd/sluice/npy"
 	"github.com/sluice-dev/sluice/executor"
 	_ "github.com/sluice-dev/sluice/executor/gpu" // registers the GPU executor
-	"github.com/sluice-dev/sluice/internal/npy"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
