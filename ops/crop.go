@@ -63,20 +63,11 @@ type cropOp struct {
 
 func newCrop(a Args) (Op, error) {
 	o := &cropOp{fill: newFill(a.Floats("fill"))}
-	var given []string
-	for _, n := range []string{"size", "roi", "roi_rel"} {
-		if a.Has(n) {
-			given = append(given, n)
-		}
+	given, err := a.OneOf("crop", "size", "roi", "roi_rel")
+	if err != nil {
+		return nil, err
 	}
-	switch len(given) {
-	case 0:
-		return nil, &ArgError{"size", "crop needs one of size, roi or roi_rel"}
-	case 1:
-	default:
-		return nil, &ArgError{given[1], fmt.Sprintf("conflicts with %s: give only one of size, roi or roi_rel", given[0])}
-	}
-	switch given[0] {
+	switch given {
 	case "size":
 		s := a.Ints("size")
 		o.mode, o.h, o.w = cropCenter, s[0], s[1]

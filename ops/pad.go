@@ -48,16 +48,15 @@ type padOp struct {
 
 func newPad(a Args) (Op, error) {
 	o := &padOp{center: strings.EqualFold(a.Str("align"), "center"), fill: newFill(a.Floats("fill"))}
-	switch {
-	case a.Has("size") && a.Has("multiple"):
-		return nil, &ArgError{"multiple", "conflicts with size: give only one of size or multiple"}
-	case a.Has("size"):
+	given, err := a.OneOf("pad", "size", "multiple")
+	if err != nil {
+		return nil, err
+	}
+	if given == "size" {
 		s := a.Ints("size")
 		o.h, o.w = s[0], s[1]
-	case a.Has("multiple"):
+	} else {
 		o.multiple = a.Int("multiple")
-	default:
-		return nil, &ArgError{"size", "pad needs one of size or multiple"}
 	}
 	return o, nil
 }

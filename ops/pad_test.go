@@ -90,3 +90,20 @@ func TestPadNoAllocs(t *testing.T) {
 	noAllocs(t, newRunner(t, mustBuild(t, "pad", Args{"size": IntsVal(512, 512), "align": StrVal("center")}), 1), img)
 	noAllocs(t, newRunner(t, mustBuild(t, "pad", Args{"multiple": IntVal(32)}), 1), img)
 }
+
+// TestOneOf: the argument given of several that exclude each other, and
+// the errors for none and for two, as crop, resize and pad report them.
+func TestOneOf(t *testing.T) {
+	a := Args{"roi": IntsVal(0, 0, 2, 2)}
+	if got, err := a.OneOf("crop", "size", "roi", "roi_rel"); got != "roi" || err != nil {
+		t.Errorf("one given: %q, %v", got, err)
+	}
+	_, err := Args{}.OneOf("crop", "size", "roi", "roi_rel")
+	if ae, ok := err.(*ArgError); !ok || ae.Arg != "size" || ae.Msg != "crop needs one of size, roi or roi_rel" {
+		t.Errorf("none given: %v", err)
+	}
+	_, err = Args{"size": IntsVal(1, 1), "multiple": IntVal(2)}.OneOf("pad", "size", "multiple")
+	if ae, ok := err.(*ArgError); !ok || ae.Arg != "multiple" || ae.Msg != "conflicts with size: give only one of size or multiple" {
+		t.Errorf("two given: %v", err)
+	}
+}

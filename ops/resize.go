@@ -63,20 +63,11 @@ type resizeOp struct {
 
 func newResize(a Args) (Op, error) {
 	o := &resizeOp{f: parseInterp(a.Str("interp")), aa: a.Bool("antialias")}
-	var given []string
-	for _, n := range []string{"size", "shorter", "longer"} {
-		if a.Has(n) {
-			given = append(given, n)
-		}
+	given, err := a.OneOf("resize", "size", "shorter", "longer")
+	if err != nil {
+		return nil, err
 	}
-	switch len(given) {
-	case 0:
-		return nil, &ArgError{"size", "resize needs one of size, shorter or longer"}
-	case 1:
-	default:
-		return nil, &ArgError{given[1], fmt.Sprintf("conflicts with %s: give only one of size, shorter or longer", given[0])}
-	}
-	switch given[0] {
+	switch given {
 	case "size":
 		s := a.Ints("size")
 		o.mode, o.h, o.w = resizeExact, s[0], s[1]

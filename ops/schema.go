@@ -176,6 +176,33 @@ func (a Args) Has(name string) bool {
 	return ok
 }
 
+// OneOf returns which of the named arguments op was given, where it needs
+// exactly one: none, or two, is an ArgError naming them all.
+func (a Args) OneOf(op string, names ...string) (string, error) {
+	given := ""
+	for _, n := range names {
+		if !a.Has(n) {
+			continue
+		}
+		if given != "" {
+			return "", &ArgError{n, fmt.Sprintf("conflicts with %s: give only one of %s", given, orList(names))}
+		}
+		given = n
+	}
+	if given == "" {
+		return "", &ArgError{names[0], fmt.Sprintf("%s needs one of %s", op, orList(names))}
+	}
+	return given, nil
+}
+
+// orList writes names as "a, b or c".
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // ArgError names the argument that is wrong and why.
 type ArgError struct {
 	Arg string
