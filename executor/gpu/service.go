@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/debounce"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 )
 
@@ -24,11 +25,11 @@ type service struct {
 	cpu  []*cpuWorker
 	free *pool[*cpuWorker]
 
-	// The idle sweep (sweep): mu orders it against close.
-	mu      sync.Mutex
-	closed  bool
-	armed   bool      // a sweep is scheduled
-	lastPut time.Time // when a worker last came back
+	// The idle sweep (sweep), noted when a worker that grew comes back;
+	// mu orders it against close.
+	idle   debounce.Timer
+	mu     sync.Mutex
+	closed bool
 }
 
 // idleRelease is how long a GPU's decoders must have been idle before the
@@ -74,6 +75,7 @@ func (s *service) release() {
 
 func newService(dev int) (s *service, err error) {
 	s = &service{dev: dev, refs: 1}
+	s.idle = debounce.Timer{Quiet: idleRelease, Fn: s.sweep}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -105,13 +107,7 @@ func (s *service) getWorker() *cpuWorker { return s.free.get() }
 
 func (s *service) putWorker(w *cpuWorker) {
 	if w.grown > 0 {
-		s.mu.Lock()
-		s.lastPut = time.Now()
-		if !s.armed {
-			s.armed = true
-			time.AfterFunc(idleRelease, s.sweep)
-		}
-		s.mu.Unlock()
+		s.idle.Note(true)
 	}
 	s.free.put(w)
 }
@@ -124,11 +120,6 @@ func (s *service) sweep() {
 	if s.closed {
 		return
 	}
-	if wait := time.Until(s.lastPut.Add(idleRelease)); wait > 0 {
-		time.AfterFunc(wait, s.sweep)
-		return
-	}
-	s.armed = false
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ctx, err := cuda.RetainPrimary(s.dev)

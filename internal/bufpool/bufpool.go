@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/debounce"
 	"github.com/sluice-dev/sluice/internal/reclaim"
 )
 
@@ -22,11 +23,10 @@ type Pool struct {
 	Cap  int
 	Idle time.Duration
 
-	mu    sync.Mutex
-	bufs  [][]byte
-	held  int
-	last  time.Time
-	timer *time.Timer
+	mu   sync.Mutex
+	bufs [][]byte
+	held int
+	idle debounce.Timer // drains after Idle; made on first use
 }
 
 // Get returns a buffer of length n: the smallest pooled one that holds n,
@@ -93,22 +93,12 @@ func (p *Pool) Held() int {
 	return p.held
 }
 
-// touch records a use and (re)starts the idle timer; p.mu is held.
+// touch records a use, which pushes the idle drain back; p.mu is held.
 func (p *Pool) touch() {
-	p.last = time.Now()
-	if p.timer == nil {
-		p.timer = time.AfterFunc(p.Idle, p.idle)
-	} else {
-		p.timer.Reset(p.Idle)
+	if p.idle.Fn == nil {
+		p.idle = debounce.Timer{Quiet: p.Idle, Fn: p.Drain}
 	}
-}
-
-func (p *Pool) idle() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) >= p.Idle {
-		p.drain()
-	}
+	p.idle.Note(true)
 }
 
 // Min is the size from which buffers are pooled: 16 MiB, a 5.6 MP RGB

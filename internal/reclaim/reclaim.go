@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/debounce"
 )
 
 // Reclaimer runs Free once at least MinBytes have been released, Quiet
@@ -26,9 +28,7 @@ type Reclaimer struct {
 
 	mu      sync.Mutex
 	pending int64
-	armed   bool // a run is scheduled
-	lastRel time.Time
-	lastRun time.Time
+	timer   debounce.Timer // made from Quiet and Interval on first use
 }
 
 // Released records that n bytes were dropped (made garbage or freed).
@@ -37,13 +37,13 @@ func (r *Reclaimer) Released(n int) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending += int64(n)
-	r.lastRel = time.Now()
-	if r.pending >= r.MinBytes && !r.armed {
-		r.armed = true
-		time.AfterFunc(r.Quiet, r.run)
+	if r.timer.Fn == nil {
+		r.timer = debounce.Timer{Quiet: r.Quiet, Interval: r.Interval, Fn: r.run}
 	}
+	r.pending += int64(n)
+	enough := r.pending >= r.MinBytes
+	r.mu.Unlock()
+	r.timer.Note(enough)
 }
 
 // Idle records that a user of memory went idle (an instance without
@@ -54,13 +54,7 @@ func (r *Reclaimer) Idle() { r.Released(int(r.MinBytes)) }
 
 func (r *Reclaimer) run() {
 	r.mu.Lock()
-	now := time.Now()
-	if wait := max(r.lastRel.Add(r.Quiet).Sub(now), r.lastRun.Add(r.Interval).Sub(now)); wait > 0 {
-		time.AfterFunc(wait, r.run)
-		r.mu.Unlock()
-		return
-	}
-	r.armed, r.pending, r.lastRun = false, 0, now
+	r.pending = 0
 	r.mu.Unlock()
 	r.Free()
 }

@@ -19,7 +19,7 @@ func (r *Reclaimer) isArmed() bool {
 func (r *Reclaimer) state() (armed bool, pending int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.armed, r.pending
+	return r.timer.Armed(), r.pending
 }
 
 // waitRuns waits until Free has run n times (a deadline far beyond the
