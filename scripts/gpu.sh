@@ -19,7 +19,9 @@
 #       SKIP_BENCH=1, BENCH_SECONDS (3), BENCH_BATCHES (16,64,256), GPU (0),
 #       BENCH_INSTANCES (1), SWEEP ("1:1 4:0.5": instances:hw-share settings of
 #       Sluice alone on the whole mix before the bench; SWEEP_BATCH 64),
-#       RUN_BUDGET (seconds for the whole run, 530), PYTHON (python3).
+#       RUN_BUDGET (seconds for the whole run, 530), PYTHON (python3), RACE_RUN (the
+#       tests executor_gpu_race.test, built with -race, runs: those that share an
+#       executor or a service between goroutines).
 #       Build: GPU_PKGS (the packages to build tests of, space-separated),
 #       SLUICE_CORPUS (the corpus, ../shared/corpus), CARRY_LIMIT_MB (60).
 #
@@ -80,6 +82,19 @@ build() {
 			[ $status -eq 0 ] && status=2
 		fi
 	done
+	# The GPU executor's tests once more under the race detector: run takes
+	# only RACE_RUN's tests from it (the whole suite would take ten times as
+	# long), those with goroutines sharing an executor or a service.
+	if [ -d executor/gpu ]; then
+		echo "== go test -race -c ./executor/gpu"
+		if CGO_ENABLED=1 go test -race -c -ldflags="$ldflags" -o "$dir/executor_gpu_race.test" ./executor/gpu 2>&1 | tee -a "$dir/build.log" &&
+			[ -x "$dir/executor_gpu_race.test" ]; then
+			tests+=("test executor_gpu_race.test ./executor/gpu")
+		else
+			notes+=("FAIL ./executor/gpu: did not compile with -race (see $dir/build.log)")
+			[ $status -eq 0 ] && status=2
+		fi
+	fi
 
 	# The binaries travel xz-compressed (a fifth of their size: with the
 	# whole corpus they would not fit the carry limit); run unpacks them.
@@ -210,7 +225,9 @@ run() {
 		t0=$SECONDS
 		{
 			echo "===== $name (${pkg:-?}) timeout ${secs}s"
-			(cd "${pkg:-.}" && timeout -k 10 "$secs" "$t" -test.v -test.count=1 -test.timeout=$((secs - 5))s)
+			local only=()
+			case $name in *_race.test) only=(-test.run "${RACE_RUN:-GPUConcurrentRuns|GPUSharedService|GPUIdleSweep}") ;; esac
+			(cd "${pkg:-.}" && timeout -k 10 "$secs" "$t" -test.v -test.count=1 -test.timeout=$((secs - 5))s "${only[@]}")
 		} >>"$out/tests.log" 2>&1
 		rc=$?
 		echo "===== $name exit $rc" >>"$out/tests.log"

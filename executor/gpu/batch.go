@@ -8,29 +8,11 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
-	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 	"github.com/sluice-dev/sluice/ops"
 )
-
-// sample is one image's way through a batch.
-type sample struct {
-	src    []byte
-	hdr    codec.Header
-	path   Path
-	failed bool
-	h, w   int // stored size of the decoded image
-	c      int // its channels in device memory
-	off    int // arena offset of the decoded image (interleaved)
-	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
-	sub    nvjpeg.Subsampling
-	hw     bool // the hardware decoder takes it
-	stage  int  // arena offset of the image output's staging (host or another GPU's destination); -1 if none
-	geom   ops.Geom
-}
 
 type batch struct {
 	in      [][]byte
@@ -111,21 +93,6 @@ func (e *Executor) sideBlock(s int) []byte {
 	}
 	return e.side[s*n : (s+1)*n]
 }
-
-// planeBytes is the arena space of nvJPEG's YCbCr planes of the sample, in
-// the order lane.decode lays them out.
-func (smp *sample) planeBytes() int {
-	if smp.sub == nvjpeg.CSSGray {
-		return 0 // its one plane is the image
-	}
-	sx, sy := subsampling(smp.sub)
-	cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
-	return alignUp(smp.w*smp.h) + 2*alignUp(cw*ch)
-}
-
-const align = 256
-
-func alignUp(n int) int { return (n + align - 1) &^ (align - 1) }
 
 // layout places samples start.. in device memory until the memory cap is
 // reached, and returns where the part ends. A sample that does not fit
@@ -353,7 +320,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 	base := e.mem.base
 	descSize := int(unsafe.Sizeof(kernels.Sample{}))
 	count, maxH, maxW := 0, 0, 0
-	if err := e.growPinned(&e.desc, (end-start)*descSize); err != nil {
+	if err := growPinned(&e.desc, (end-start)*descSize); err != nil {
 		return err
 	}
 	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), end-start)
@@ -401,34 +368,8 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		return err
 	}
 	timed = timed && e.evEnd.Record(e.main) == nil
-	for s := start; s < end; s++ {
-		smp := &e.samples[s]
-		if smp.failed {
-			continue
-		}
-		stage := base + cuda.DevicePtr(smp.stage)
-		var err error
-		switch d := b.dst[img][s]; {
-		case d.Dev == 0:
-			err = cuda.MemcpyDtoHAsync(d.Host, stage, e.main)
-		case !e.local(d):
-			err = e.stageToPeer(d, stage, e.sampleBytes[img])
-		}
-		if err != nil {
-			return err
-		}
-		for _, so := range e.chain.side {
-			src := e.sideBlock(s)[so.at : so.at+so.size]
-			switch d := b.dst[so.output][s]; {
-			case e.local(d):
-				err = cuda.MemcpyHtoDAsync(cuda.DevicePtr(d.Dev), src, e.main)
-			case d.Dev != 0:
-				err = e.toPeer(d, src)
-			}
-			if err != nil {
-				return err
-			}
-		}
+	if err := e.deliver(b, start, end); err != nil {
+		return err
 	}
 	if err := e.main.Synchronize(); err != nil {
 		return err
@@ -438,24 +379,5 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		d = time.Since(t0)
 	}
 	e.nanos[2].Add(int64(d))
-	return nil
-}
-
-// growPinned makes *b a pinned buffer of at least n bytes.
-func (e *Executor) growPinned(b *[]byte, n int) error {
-	if len(*b) >= n && n > 0 {
-		return nil
-	}
-	if *b != nil {
-		if err := cuda.MemFreeHost(*b); err != nil {
-			return err
-		}
-		*b = nil
-	}
-	nb, err := cuda.MemHostAlloc(max(n+n/4, 4096))
-	if err != nil {
-		return err
-	}
-	*b = nb
 	return nil
 }

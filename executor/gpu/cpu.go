@@ -109,14 +109,8 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	}
 	n := smp.h * smp.w * smp.c
 	w.held(smp.h * smp.w * 4)
-	if len(w.pinned) < n {
-		if w.pinned != nil {
-			cuda.MemFreeHost(w.pinned)
-			w.pinned = nil
-		}
-		if w.pinned, err = cuda.MemHostAlloc(n + n/4); err != nil {
-			return err
-		}
+	if err := growPinned(&w.pinned, n); err != nil {
+		return err
 	}
 	err = w.dec.Decode(w.pinned[:n], smp.src, hdr, opt)
 	reclaim.ReleasedC(hdr.Memory) // what the C decoder freed, into glibc's arenas

@@ -1,9 +1,6 @@
 package gpu
 
 import (
-	"os"
-	"strconv"
-
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -96,12 +93,11 @@ func (c *yccConv) launch(f *kernels.Fused, s cuda.Stream) error {
 	b := kernels.YCCBytes(c.ycc)
 	if len(c.host) < len(b) {
 		c.free()
-		n := max(len(b)*2, 4096)
-		var err error
-		if c.host, err = cuda.MemHostAlloc(n); err != nil {
+		if err := growPinned(&c.host, len(b)); err != nil {
 			return err
 		}
-		if c.dev, err = cuda.MemAlloc(n); err != nil {
+		var err error
+		if c.dev, err = cuda.MemAlloc(len(c.host)); err != nil {
 			return err
 		}
 	}
@@ -276,16 +272,8 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 	for _, s := range list {
 		total += len(samples[s].src)
 	}
-	if len(l.pinned) < total {
-		if l.pinned != nil {
-			cuda.MemFreeHost(l.pinned)
-			l.pinned = nil
-		}
-		p, err := cuda.MemHostAlloc(total + total/4)
-		if err != nil {
-			return err
-		}
-		l.pinned = p
+	if err := growPinned(&l.pinned, total); err != nil {
+		return err
 	}
 	l.data.Reset()
 	l.imgs = l.imgs[:0]
@@ -315,19 +303,6 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 	return l.stream.Synchronize()
 }
 
-// subsampling gives the chroma subsampling factors across and down.
-func subsampling(s nvjpeg.Subsampling) (x, y int) {
-	switch s {
-	case nvjpeg.CSS422:
-		return 2, 1
-	case nvjpeg.CSS420:
-		return 2, 2
-	case nvjpeg.CSS440:
-		return 1, 2
-	}
-	return 1, 1
-}
-
 func (j *jpegPath) close() {
 	for _, l := range j.lanes {
 		l.close()
@@ -352,12 +327,4 @@ func (l *lane) close() {
 	if l.stream != 0 {
 		l.stream.Destroy()
 	}
-}
-
-// envInt reads a positive integer from the environment, else def.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
 }

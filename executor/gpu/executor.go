@@ -1,18 +1,25 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
 // JPEG goes where route.go decides: colour baseline JPEGs to the GPU's
-// hardware JPEG engines and, at the same time, to nvJPEG's decoupled
-// decoder on the CPU workers (Huffman decoding on the worker's thread, the
-// rest on the GPU), in a split that keeps both finishing together;
-// greyscale and progressive JPEGs to the decoupled decoder (large ones with
-// its Huffman decoding on the GPU); CMYK, arithmetic-coded JPEGs, the other
-// formats and whatever nvJPEG rejects to libjpeg-turbo or the format's
-// decoder on the CPU workers, uploaded. All paths run at once; then one
-// fused kernel launch does every operator after decode for the whole
-// batch, writing each sample's output straight to where it goes (device
-// memory of the next model, or host memory). Results and per-sample errors
-// are those of the CPU executor, within the rounding of nvJPEG's IDCT. It
-// registers itself as executor.KindGPU: importing this package makes
-// executor.Open run it.
+// hardware JPEG engines (all of them unless HWShare moves a share of the
+// batch's pixels to the CPU workers); greyscale and progressive JPEGs, and
+// those moved, to nvJPEG's decoupled decoder on the CPU workers (Huffman
+// decoding on the worker's thread, over a megapixel on the GPU, the rest
+// on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
+// whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
+// CPU workers, uploaded. All paths run at once; then one fused kernel
+// launch does every operator after decode for the whole batch, writing
+// each sample's output straight to where it goes (deliver.go: device memory
+// of the next model, another GPU's, or host memory). Results and
+// per-sample errors are those of the CPU executor, within the rounding of
+// nvJPEG's IDCT. It registers itself as executor.KindGPU: importing this
+// package makes executor.Open run it.
+//
+// The files: executor.go (the executor, its calls), batch.go (a batch's
+// parse, layout, decode and kernel), route.go (each JPEG's decoder),
+// decode.go and huffman.go (nvJPEG's batched and decoupled decoders),
+// cpu.go (the CPU workers), service.go (the decoders one GPU's executors
+// share), chain.go (the operators as one kernel), deliver.go, arena.go and
+// pool.go, and types.go (what they all share).
 package gpu
 
 import (
@@ -108,6 +115,7 @@ type Executor struct {
 	nanos     [len(phases)]atomic.Int64
 	// Copies to other GPUs' memory, and their bytes.
 	crossN, crossBytes atomic.Int64
+	runMu              sync.Mutex // serialises Run, which reuses result
 	result             *executor.Result
 }
 
@@ -313,6 +321,9 @@ func (e *Executor) release() {
 // Run processes one batch into host memory, for tools and tests: the
 // Result is reused by the next Run.
 func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
+	// Not e.mu, which RunInto takes.
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
 	if e.result == nil {
 		e.result = executor.NewResult(e.prog)
 	}
@@ -353,7 +364,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []
 	}()
 	b := e.newBatch(in[0], dst, errs, budgets)
 	if sb := e.chain.sideN; sb > 0 {
-		if err := e.growPinned(&e.side, n*sb); err != nil {
+		if err := growPinned(&e.side, n*sb); err != nil {
 			return err
 		}
 	}
@@ -471,60 +482,4 @@ func (e *Executor) freeDeviceOut() {
 		cuda.MemFree(p)
 	}
 	e.devOut, e.devOutN = nil, 0
-}
-
-// local reports whether d is device memory of the executor's own GPU,
-// which the kernel writes in place.
-func (e *Executor) local(d Dest) bool { return d.Dev != 0 && d.Device == e.opt.Device }
-
-// reach retains GPU dev's primary context on the first destination there,
-// with this context's access to it enabled where the devices allow: copies
-// then go over the GPUs' link instead of through host memory. The
-// executor's context is current.
-func (e *Executor) reach(dev int) error {
-	if e.peers[dev] != nil {
-		return nil
-	}
-	c, err := cuda.RetainPrimary(dev)
-	if err != nil {
-		return fmt.Errorf("output on GPU %d: %w", dev, err)
-	}
-	// Without direct access (not possible, or refused: too many peers)
-	// the driver stages the copies through host memory: slower, still
-	// right.
-	if ok, err := cuda.CanAccessPeer(e.opt.Device, dev); err == nil && ok {
-		cuda.EnablePeerAccess(c)
-	}
-	if e.peers == nil {
-		e.peers = map[int]*cuda.Context{}
-	}
-	e.peers[dev] = c
-	return nil
-}
-
-// toPeer queues a copy of host bytes to d, on another GPU, and counts it.
-func (e *Executor) toPeer(d Dest, src []byte) error {
-	if err := e.reach(d.Device); err != nil {
-		return err
-	}
-	if err := cuda.MemcpyHtoPeerAsync(cuda.DevicePtr(d.Dev), src, e.main); err != nil {
-		return err
-	}
-	e.crossN.Add(1)
-	e.crossBytes.Add(int64(len(src)))
-	return nil
-}
-
-// stageToPeer queues a copy of n staged bytes at src to d, on another
-// GPU, and counts it.
-func (e *Executor) stageToPeer(d Dest, src cuda.DevicePtr, n int) error {
-	if err := e.reach(d.Device); err != nil {
-		return err
-	}
-	if err := cuda.MemcpyPeerAsync(cuda.DevicePtr(d.Dev), src, n, e.main); err != nil {
-		return err
-	}
-	e.crossN.Add(1)
-	e.crossBytes.Add(int64(n))
-	return nil
 }

@@ -22,22 +22,6 @@ import (
 // workers adds several thousand a second beside the engines: both routes
 // run at once.
 
-// Path names a decoder path, for statistics.
-type Path int
-
-const (
-	PathHardware   Path = iota // nvJPEG's hardware engines
-	PathHybrid                 // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
-	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
-	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
-	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
-	numPaths
-)
-
-func (p Path) String() string {
-	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman"}[p]
-}
-
 // route picks the decoder for a sample whose header was read: nvJPEG for
 // Huffman-coded JPEGs whose chroma layout is one libjpeg's upsampling
 // (which the conversion kernel follows) covers; the CPU for the rest.

@@ -131,3 +131,56 @@ func paths(e *Executor) []Path {
 	}
 	return p
 }
+
+// TestGPUConcurrentRuns: batches from two goroutines on one executor, one
+// through Run (whose Result the executor reuses) and one into its own
+// Result, which must hold what a batch alone gives. Run under the race
+// detector (scripts/gpu.sh builds executor_gpu_race.test) it checks that
+// nothing of the executor is shared unguarded.
+func TestGPUConcurrentRuns(t *testing.T) {
+	gputest.Require(t)
+	var imgs [][]byte
+	for _, f := range corpusFiles(t)[:min(16, len(corpusFiles(t)))] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, b)
+	}
+	in := [][][]byte{imgs}
+	e, err := New(compile(t, fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")), executor.Options{HWShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ref, err := e.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ref.Outputs[0].Data)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 4 {
+			if _, err := e.Run(in); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		own := executor.NewResult(e.prog)
+		for round := range 4 {
+			if err := executor.Run(e, in, own); err != nil {
+				t.Error(err)
+				return
+			}
+			if !bytes.Equal(own.Outputs[0].Data, want) {
+				t.Errorf("round %d: its own result differs from the batch alone", round)
+			}
+		}
+	}()
+	wg.Wait()
+}

@@ -1,0 +1,102 @@
+package gpu
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
+)
+
+// What every file of the package shares: a sample's way through a batch,
+// the decoder paths, the arena's alignment, pinned buffers.
+
+// sample is one image's way through a batch.
+type sample struct {
+	src    []byte
+	hdr    codec.Header
+	path   Path
+	failed bool
+	h, w   int // stored size of the decoded image
+	c      int // its channels in device memory
+	off    int // arena offset of the decoded image (interleaved)
+	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
+	sub    nvjpeg.Subsampling
+	hw     bool // the hardware decoder takes it
+	stage  int  // arena offset of the image output's staging (host or another GPU's destination); -1 if none
+	geom   ops.Geom
+}
+
+// Path names a decoder path, for statistics.
+type Path int
+
+const (
+	PathHardware   Path = iota // nvJPEG's hardware engines
+	PathHybrid                 // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
+	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
+	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
+	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
+	numPaths
+)
+
+func (p Path) String() string {
+	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman"}[p]
+}
+
+// planeBytes is the arena space of nvJPEG's YCbCr planes of the sample, in
+// the order lane.decode lays them out.
+func (smp *sample) planeBytes() int {
+	if smp.sub == nvjpeg.CSSGray {
+		return 0 // its one plane is the image
+	}
+	sx, sy := subsampling(smp.sub)
+	cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
+	return alignUp(smp.w*smp.h) + 2*alignUp(cw*ch)
+}
+
+const align = 256
+
+func alignUp(n int) int { return (n + align - 1) &^ (align - 1) }
+
+// subsampling gives the chroma subsampling factors across and down.
+func subsampling(s nvjpeg.Subsampling) (x, y int) {
+	switch s {
+	case nvjpeg.CSS422:
+		return 2, 1
+	case nvjpeg.CSS420:
+		return 2, 2
+	case nvjpeg.CSS440:
+		return 1, 2
+	}
+	return 1, 1
+}
+
+// growPinned makes *b a pinned buffer of at least n bytes, with room to
+// grow by a quarter; what it held is lost.
+func growPinned(b *[]byte, n int) error {
+	if *b != nil && len(*b) >= n {
+		return nil
+	}
+	if *b != nil {
+		if err := cuda.MemFreeHost(*b); err != nil {
+			return err
+		}
+		*b = nil
+	}
+	nb, err := cuda.MemHostAlloc(max(n+n/4, 4096))
+	if err != nil {
+		return err
+	}
+	*b = nb
+	return nil
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
