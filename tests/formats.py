@@ -7,7 +7,7 @@ tests/triton."""
 import struct
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 PHOTO = "jpeg/derived/lom-bridge_full_512x384_b420q75.jpg"
 ALPHA_PHOTO = "png/derived_skimage-chelsea_451x300_rgba.png"
@@ -223,10 +223,13 @@ def pnm_variants(corpus, folder):
 # ------------------------------------------------------------------ reference
 
 
-def pillow_pixels(path, color):
-    """Pillow's decode of path in the pipeline's colour: "I" (16-bit grey)
-    keeps the high byte, as the decoders do; grey is convert("L")."""
+def pillow_pixels(path, color, orient=False):
+    """Pillow's decode of path in the pipeline's colour, EXIF orientation
+    applied when orient: "I" (16-bit grey) keeps the high byte, as the
+    decoders do; grey is convert("L")."""
     im = Image.open(path)
+    if orient:
+        im = ImageOps.exif_transpose(im)
     if im.mode in ("I", "I;16", "I;16B"):
         g = (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
         return {"GRAY": g[:, :, None], "RGB": np.repeat(g[:, :, None], 3, 2), "BGR": np.repeat(g[:, :, None], 3, 2),

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps, features
 
-from conftest import decode_pipeline
-from test_accuracy import run_grouped
+from tests.helpers import decode_pipeline, run_grouped
 
 # Corpus photos: even and odd sizes, colour, grey, alpha, 16-bit.
 SOURCES = [

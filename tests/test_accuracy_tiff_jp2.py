@@ -9,18 +9,16 @@ measured bounds below."""
 
 import shutil
 import subprocess
-import sys
 
 import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import decode_pipeline, diff_stats
-from test_accuracy import ROOT, pil_rgb, run_grouped, size_key
-
-sys.path.insert(0, str(ROOT / "codec" / "testdata"))
-from make_tiff_jp2 import opj_compress, pnm, raw_tiff  # noqa: E402
+# codec/testdata's generator of the Go tests' files, a namespace package
+# under the repository root that pytest puts on sys.path for tests/.
+from codec.testdata.make_tiff_jp2 import opj_compress, pnm, raw_tiff
+from tests.helpers import decode_pipeline, diff_stats, pil_rgb, run_grouped, size_key
 
 PHOTO = "jpeg/derived/lom-bridge_full_512x384_b420q75.jpg"
 PHOTO2 = "jpeg/derived/lom-dragonfly_full_500x333_p420q85.jpg"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import formats
-from conftest import decode_pipeline
+from tests import formats
+from tests.helpers import decode_pipeline
 
 COLORS = ["RGB", "BGR", "GRAY", "RGBA", "BGRA"]
 

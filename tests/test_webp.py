@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import decode_pipeline
+from tests.helpers import decode_pipeline
 
 PHOTOS = (
     "jpeg/derived/lom-bridge_full_512x384_b420q75.jpg",

@@ -14,7 +14,7 @@ failing one fails them with Triton's load error, while the rest still run.
 
 Environment: SLUICE_CORPUS (photos, default ../shared/corpus),
 SLUICE_BACKEND_DIR (holds sluice/libtriton_sluice.so, default build/backends),
-SLUICE_BIN (the sluice CLI, default build/sluice, else built), TRITON_VENV
+SLUICE_BIN (the sluice CLI, default built from this checkout), TRITON_VENV
 (default: the venv running pytest).
 """
 
@@ -27,19 +27,28 @@ import sys
 import time
 import urllib.request
 
-import numpy as np
 import pytest
 
-from helpers import (
-    BROKEN_OP,
+from tests.helpers import (  # noqa: F401 (fixtures: corpus, sluice_bin)
     ROOT,
+    Corpus,
+    corpus,
+    corpus_dir,
+    has_corpus,
+    no_corpus,
+    sluice_bin,
+    sluice_run,
+)
+from tests.triton.helpers import (
+    BROKEN_OP,
+    IMAGENET,
     SLUICE_MODELS,
     TIMEOUT_S,
     InferenceServerException,
-    corpus_dir,
     grpcclient,
     httpclient,
     make_synthetic,
+    read_bytes,
     say,
 )
 
@@ -48,47 +57,7 @@ BACKEND_DIR = pathlib.Path(os.environ.get("SLUICE_BACKEND_DIR", ROOT / "build" /
 BACKEND_SO = BACKEND_DIR / "sluice" / "libtriton_sluice.so"
 
 
-# ------------------------------------------------------------------ corpus
-
-
-class Corpus:
-    def __init__(self, root):
-        self.root = root
-        self.entries = []  # (relative path, kind)
-        with open(root / "MANIFEST.tsv") as f:
-            head = f.readline().rstrip("\n").split("\t")
-            ifile, ikind = head.index("file"), head.index("kind")
-            for line in f:
-                cols = line.rstrip("\n").split("\t")
-                if len(cols) > ikind:
-                    self.entries.append((cols[ifile], cols[ikind]))
-
-    def files(self, prefix=""):
-        return [self.root / p for p, _ in self.entries if p.startswith(prefix)]
-
-    def good(self):
-        """Every image a decoder must accept (everything outside broken/)."""
-        return [self.root / p for p, k in self.entries if not k.startswith("broken/")]
-
-    def broken(self):
-        return sorted((self.root / "broken").iterdir())
-
-
-def no_corpus(d):
-    """Skips the test without the corpus, or fails it where
-    SLUICE_REQUIRE_CORPUS=1 (CI): there a missing corpus is an error."""
-    msg = f"photo corpus not found at {d} (set SLUICE_CORPUS)"
-    if os.environ.get("SLUICE_REQUIRE_CORPUS") == "1":
-        pytest.fail(msg + "; SLUICE_REQUIRE_CORPUS=1", pytrace=False)
-    pytest.skip(msg)
-
-
-@pytest.fixture(scope="session")
-def corpus():
-    d = corpus_dir()
-    if not (d / "MANIFEST.tsv").exists():
-        no_corpus(d)
-    return Corpus(d)
+# ------------------------------------------------------------------ photos
 
 
 class Photos(list):
@@ -112,7 +81,7 @@ class Photos(list):
 @pytest.fixture(scope="session")
 def photos(request, tmp_path_factory):
     d = corpus_dir()
-    if (d / "MANIFEST.tsv").exists():
+    if has_corpus(d):
         c = Corpus(d)
         normal = c.files("jpeg/derived/") + c.files("jpeg/native/") + c.files("png/")
         return Photos(normal, c.files("jpeg/large/")[0], c.good(), corpus=c)
@@ -124,18 +93,6 @@ def photos(request, tmp_path_factory):
 
 
 # ------------------------------------------------------------------ the sluice CLI (reference outputs)
-
-
-@pytest.fixture(scope="session")
-def sluice_bin(tmp_path_factory):
-    if os.environ.get("SLUICE_BIN"):
-        return os.environ["SLUICE_BIN"]
-    b = ROOT / "build" / "sluice"
-    if b.exists():
-        return str(b)
-    out = tmp_path_factory.mktemp("bin") / "sluice"
-    subprocess.run(["go", "build", "-o", str(out), "./cmd/sluice"], cwd=ROOT, check=True)
-    return str(out)
 
 
 def pipeline_file(model_dir):
@@ -163,23 +120,12 @@ class Reference:
             by_dir.setdefault(pathlib.Path(p).parent, []).append(pathlib.Path(p))
         for _, files in sorted(by_dir.items()):
             self.n += 1
-            out = self.tmp / f"run{self.n}"
-            cmd = [self.binary, "run", "--pipeline", str(self.pipeline), "--out", str(out), *map(str, files)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc, outs = sluice_run(self.binary, self.pipeline, self.tmp / f"run{self.n}", files)
             for f in files:
-                outs = {}
-                for npy in out.glob(glob_escape(f.stem) + ".*.npy"):
-                    name = npy.name[len(f.stem) + 1 : -len(".npy")]
-                    if "." not in name:
-                        outs[name] = np.load(npy)
-                self.cache[str(f)] = outs or None
-                if not outs and proc.returncode == 0:
+                self.cache[str(f)] = outs[str(f)] or None
+                if not outs[str(f)] and proc.returncode == 0:
                     raise AssertionError(f"sluice run wrote nothing for {f}:\n{proc.stderr}")
         return {str(p): self.cache[str(p)] for p in images if self.cache[str(p)] is not None}
-
-
-def glob_escape(s):
-    return "".join("[" + c + "]" if c in "[]*?" else c for c in s)
 
 
 @pytest.fixture(scope="session")
@@ -367,3 +313,8 @@ def sluice_server(sluice_models):
     assert sluice_models.alive(), f"tritonserver died:\n{sluice_models.log_tail()}"
 
 
+@pytest.fixture(scope="module")
+def normal(photos, reference):
+    """A normal request's image and its `sluice run` output."""
+    p = photos.jpeg()[0]
+    return read_bytes(p), reference(IMAGENET).outputs([p])[str(p)]["PIXELS"]

@@ -1,7 +1,8 @@
 """Helpers shared by the tests against a real tritonserver (see conftest.py)."""
 
-import os
+import io
 import pathlib
+import re
 import sys
 import threading
 import time
@@ -11,17 +12,18 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # per request: generous, two shared cores
 
+IMAGENET = "preprocess_imagenet"
+BYTES_MODEL = "preprocess_imagenet_bytes"  # preprocess_imagenet's pipeline, KIND_CPU, BYTES input
 # Models the Sluice tests need, loaded once per session (the ensemble loads
 # its steps too).
-SLUICE_MODELS = ["preprocess_imagenet", "preprocess_letterbox", "preprocess_imagenet_bytes", "ensemble_imagenet"]
+SLUICE_MODELS = [IMAGENET, "preprocess_letterbox", BYTES_MODEL, "ensemble_imagenet"]
 BROKEN_OP = "resise"  # the typo preprocess_broken's pipeline carries
-
-
-def corpus_dir():
-    return pathlib.Path(os.environ.get("SLUICE_CORPUS", ROOT.parent / "shared" / "corpus"))
+PROTOCOLS = [("grpc", grpcclient), ("http", httpclient)]
+# A refusal before decode takes milliseconds; a decode of hostile files,
+# seconds. Not a speed test: beyond this the check did not run first.
+REFUSED_WITHIN_S = 2.0
 
 
 def synthetic_rgb(rng, h, w):
@@ -73,17 +75,20 @@ def truncated(path, keep=0.6):
     return np.frombuffer(b[: int(len(b) * keep)], dtype=np.uint8)
 
 
-def synthetic_jpeg(w=320, h=240):
-    """A JPEG made here (no corpus needed), as UINT8 bytes."""
-    import io
-
+def encoded(pixels, fmt, **options):
+    """pixels (an array) encoded by Pillow in fmt, as UINT8 bytes."""
     from PIL import Image
 
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format=fmt, **options)
+    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+
+
+def synthetic_jpeg(w=320, h=240):
+    """A JPEG made here (no corpus needed), as UINT8 bytes."""
     y, x = np.mgrid[0:h, 0:w]
     rgb = np.stack([x * 255 // w, y * 255 // h, (x + y) % 256], axis=-1).astype(np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="JPEG", quality=90)
-    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+    return encoded(rgb, "JPEG", quality=90)
 
 
 def say(config, msg):
@@ -98,6 +103,10 @@ def say(config, msg):
 
 
 # ------------------------------------------------------------------ requests
+
+
+def client_of(s, proto):
+    return (s.grpc, grpcclient) if proto == "grpc" else (s.http, httpclient)
 
 
 def read_bytes(path):
@@ -174,3 +183,44 @@ def batch_sizes(client, model):
     """{batch size: execution count} from the model's statistics."""
     st = client.get_inference_statistics(model)["model_stats"][0]
     return {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in st.get("batch_stats", [])}
+
+
+# ------------------------------------------------------------------ the server's state
+
+
+SAMPLE = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def scrape(server):
+    """{(name, frozenset of label pairs): value} of every labelled sluice_* sample."""
+    status, body = server.get("/metrics", port=server.metrics_port)
+    assert status == 200
+    out = {}
+    for line in body.splitlines():
+        m = SAMPLE.match(line)
+        if m and m.group(1).startswith("sluice_"):
+            out[(m.group(1), frozenset(LABEL.findall(m.group(2))))] = float(m.group(3))
+    return out
+
+
+def wait_unloaded(server, name, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state, _ = server.model_state(name)
+        if state not in ("READY", "UNLOADING", "LOADING"):
+            return state
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still {server.model_state(name)} {timeout}s after unload")
+
+
+def assert_unharmed(s, normal):
+    """The process runs, says it is live over both protocols, and answers a
+    normal request over both with the very bytes `sluice run` gives."""
+    data, want = normal
+    assert s.alive(), f"tritonserver died:\n{s.log_tail()}"
+    assert s.http.is_server_live() and s.grpc.is_server_live()
+    assert s.http.is_model_ready(IMAGENET) and s.grpc.is_model_ready(IMAGENET)
+    for proto, mod in PROTOCOLS:
+        got = infer_one(client_of(s, proto)[0], mod, IMAGENET, data)["PIXELS"]
+        assert got.shape == (1, *want.shape) and got[0].tobytes() == want.tobytes(), f"{proto}: output changed"

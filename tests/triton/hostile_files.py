@@ -8,6 +8,8 @@ import zlib
 
 import numpy as np
 
+from tests.triton.helpers import encoded, synthetic_jpeg, synthetic_rgb
+
 # ZIGZAG[k] is the natural (row-major) index of the k-th coefficient in
 # zigzag order.
 ZIGZAG = np.array(
@@ -207,3 +209,26 @@ def png_zeros(w, h, colour_type=2, idat_bytes=None):
     ihdr = struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)
     idat = zlib_zeros(need if idat_bytes is None else idat_bytes)
     return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+
+
+def jpeg_claiming(w, h):
+    """A small valid JPEG whose SOF header is rewritten to claim w x h."""
+    b = bytearray(synthetic_jpeg(64, 48).tobytes())
+    for marker in (b"\xff\xc0", b"\xff\xc2", b"\xff\xc1"):
+        i = b.find(marker)
+        if i >= 0:
+            break
+    assert i >= 0, "no SOF marker"
+    # FF Cn, length (2), precision (1), height (2), width (2)
+    assert struct.unpack(">HH", b[i + 5 : i + 9]) == (48, 64)
+    b[i + 5 : i + 9] = struct.pack(">HH", h, w)
+    return np.frombuffer(bytes(b), dtype=np.uint8)
+
+
+def png_claiming(w, h):
+    """A small valid PNG whose IHDR claims w x h (CRC fixed, so only the size lies)."""
+    b = bytearray(encoded(synthetic_rgb(np.random.default_rng(2), 24, 32), "PNG").tobytes())
+    assert b[12:16] == b"IHDR"
+    b[16:24] = struct.pack(">II", w, h)
+    b[29:33] = struct.pack(">I", zlib.crc32(bytes(b[12:29])))
+    return np.frombuffer(bytes(b), dtype=np.uint8)

@@ -11,25 +11,25 @@ killed tritonserver (Go's "fatal error: runtime: out of memory" allocating
 8192x8192 zeros left a model holding a gigabyte for minutes.
 """
 
-import io
 import time
 
 import numpy as np
 import pytest
 
-from helpers import (
+from tests.triton.helpers import (
+    IMAGENET,
     GrpcBurst,
     InferenceServerException,
+    encoded,
     grpcclient,
     httpclient,
     infer,
     say,
     synthetic_jpeg,
     uint8_input,
+    wait_unloaded,
 )
-from test_model_control import wait_unloaded
 
-IMAGENET = "preprocess_imagenet"
 SAMPLE = 3 * 224 * 224 * 4  # bytes of one PIXELS sample, FP32 [3, 224, 224]
 BUDGET = 2 << 30  # the default max_batch_bytes
 PIXEL_LIMIT = 64 << 20  # the default max_image_pixels
@@ -172,11 +172,7 @@ def test_requests_over_a_models_bounds(sluice_server):
 
 
 def zero_png(side):
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(np.zeros((side, side), np.uint8)).save(buf, format="PNG")
-    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+    return encoded(np.zeros((side, side), np.uint8), "PNG")
 
 
 def test_memory_returns_after_a_burst_of_huge_images(sluice_server, request):

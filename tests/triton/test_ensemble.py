@@ -3,7 +3,7 @@ classifier (Python backend), in one request."""
 
 import numpy as np
 
-from helpers import grpcclient, httpclient, infer, infer_one, truncated
+from tests.triton.helpers import grpcclient, httpclient, infer, infer_one, truncated
 
 
 def test_ensemble_equals_its_steps(sluice_server, photos):

@@ -9,20 +9,16 @@ codings, within one level of the 8-bit image where the codec is lossy
 """
 
 import io
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 from PIL import Image, features
 
-from helpers import ROOT, bytes_input, grpcclient, httpclient, infer
+from tests import formats  # shared with the accuracy tests
+from tests.helpers import ROOT, sluice_run
+from tests.triton.helpers import BYTES_MODEL, IMAGENET, bytes_input, grpcclient, httpclient, infer
 
-sys.path.insert(0, str(ROOT / "tests"))
-import formats  # noqa: E402  (tests/formats.py, shared with the accuracy tests)
-
-IMAGENET = "preprocess_imagenet"
-BYTES_MODEL = "preprocess_imagenet_bytes"  # preprocess_imagenet's pipeline, KIND_CPU, BYTES input
 LOSSY_MAX_DIFF = 1  # levels of the 8-bit image before normalize, for lossy codecs
 
 # Pillow plugins each format's files need (PIL.features names).
@@ -109,9 +105,7 @@ MAKERS = {"bmp": bmp_files, "pnm": pnm_files, "webp": webp_files, "tiff": tiff_f
 def sluice_errors(sluice_bin, paths):
     """`sluice run`'s messages for files it rejects, for a clear failure."""
     pipeline = ROOT / "model_repository" / IMAGENET / "1" / "pipeline.pbtxt"
-    out = paths[0].parent / "errors-run"
-    proc = subprocess.run([sluice_bin, "run", "--pipeline", str(pipeline), "--out", str(out), *map(str, paths)],
-                          capture_output=True, text=True)  # fmt: skip
+    proc, _ = sluice_run(sluice_bin, pipeline, paths[0].parent / "errors-run", paths)
     return proc.stderr.strip()
 
 

@@ -17,31 +17,28 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from helpers import (
+from tests.triton.helpers import (
+    BYTES_MODEL,
+    IMAGENET,
+    PROTOCOLS,
+    REFUSED_WITHIN_S,
     GrpcBurst,
     InferenceServerException,
+    assert_unharmed,
     bytes_input,
+    client_of,
     grpcclient,
-    httpclient,
     infer,
     infer_one,
-    read_bytes,
     synthetic_rgb,
     uint8_input,
 )
-from hostile_files import jpeg_many_scans, jpeg_uncoded_ac, png_zeros
-from test_oversized import jpeg_claiming, png_claiming
+from tests.triton.hostile_files import jpeg_claiming, jpeg_many_scans, jpeg_uncoded_ac, png_claiming, png_zeros
 
-IMAGENET = "preprocess_imagenet"
-BYTES_MODEL = "preprocess_imagenet_bytes"
 DECODE = "hostile_decode"  # the decoded image itself, for comparing with Pillow
 DECODE_H, DECODE_W = 72, 104
 MAX_PIXELS = 64 << 20  # the default max_image_pixels
 MAX_BYTES = 64 << 20  # the default max_image_bytes
-PROTOCOLS = [("grpc", grpcclient), ("http", httpclient)]
-# A refusal before decode takes milliseconds; a decode of these files,
-# seconds. Not a speed test: beyond this the check did not run first.
-REFUSED_WITHIN_S = 2.0
 RSS_SLACK_KB = 256 * 1024  # growth allowed while refusing bombs
 
 DECODE_PIPELINE = f"""
@@ -61,18 +58,7 @@ instance_group [ {{ kind: KIND_CPU, count: 1 }} ]
 """
 
 
-def client_of(s, proto):
-    return (s.grpc, grpcclient) if proto == "grpc" else (s.http, httpclient)
-
-
 # ------------------------------------------------------------------ fixtures
-
-
-@pytest.fixture(scope="module")
-def normal(photos, reference):
-    """A normal request's image and its `sluice run` output."""
-    p = photos.jpeg()[0]
-    return read_bytes(p), reference(IMAGENET).outputs([p])[str(p)]["PIXELS"]
 
 
 @pytest.fixture(scope="module")
@@ -89,18 +75,6 @@ def hostile(sluice_models):
 def srv(hostile):
     hostile.ensure_loaded(IMAGENET, BYTES_MODEL, DECODE)
     return hostile
-
-
-def assert_unharmed(s, normal):
-    """The process runs, says it is live over both protocols, and answers a
-    normal request over both with the very bytes `sluice run` gives."""
-    data, want = normal
-    assert s.alive(), f"tritonserver died:\n{s.log_tail()}"
-    assert s.http.is_server_live() and s.grpc.is_server_live()
-    assert s.http.is_model_ready(IMAGENET) and s.grpc.is_model_ready(IMAGENET)
-    for proto, mod in PROTOCOLS:
-        got = infer_one(client_of(s, proto)[0], mod, IMAGENET, data)["PIXELS"]
-        assert got.shape == (1, *want.shape) and got[0].tobytes() == want.tobytes(), f"{proto}: output changed"
 
 
 def refused(client, mod, model, inputs, outputs=("PIXELS",)):

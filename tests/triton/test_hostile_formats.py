@@ -5,7 +5,7 @@ with a manifest saying what must come of it) is sent in one BYTES request
 refused naming them, a single file within REFUSED_WITHIN_S (a refusal
 from the headers takes milliseconds, a decode of these files seconds or
 minutes; a request of several may first decode what its budget allows);
-a legal one must be answered. After each, the server is unharmed (test_hostile's
+a legal one must be answered. After each, the server is unharmed (helpers'
 assert_unharmed); after them all, its resident memory is back within
 200 MB of where it was, C libraries' allocations included."""
 
@@ -17,8 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, InferenceServerException, bytes_input, grpcclient, infer, say
-from test_hostile import BYTES_MODEL, IMAGENET, REFUSED_WITHIN_S, assert_unharmed, normal  # noqa: F401 (fixture)
+from tests.helpers import ROOT
+from tests.triton.helpers import (
+    BYTES_MODEL,
+    IMAGENET,
+    REFUSED_WITHIN_S,
+    InferenceServerException,
+    assert_unharmed,
+    bytes_input,
+    grpcclient,
+    infer,
+    say,
+)
 
 RSS_BACK_KB = 200 * 1024
 RSS_WAIT_S = 30

@@ -8,7 +8,7 @@ fails the whole request.
 import numpy as np
 import pytest
 
-from helpers import InferenceServerException, bytes_input, grpcclient, httpclient, infer, synthetic_jpeg
+from tests.triton.helpers import InferenceServerException, bytes_input, grpcclient, httpclient, infer, synthetic_jpeg
 
 MARK = "image_errors_mark"
 DEFAULT = "image_errors_default"

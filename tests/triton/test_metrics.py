@@ -2,29 +2,20 @@
 their encoded bytes, failures by cause and stage durations, per model and
 version, counted as requests arrive."""
 
-import re
 import time
 
 import numpy as np
 import pytest
 
-from helpers import InferenceServerException, grpcclient, infer_one, read_bytes, truncated
-
-IMAGENET = "preprocess_imagenet"
-SAMPLE = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def scrape(server):
-    """{(name, frozenset of label pairs): value} of every labelled sluice_* sample."""
-    status, body = server.get("/metrics", port=server.metrics_port)
-    assert status == 200
-    out = {}
-    for line in body.splitlines():
-        m = SAMPLE.match(line)
-        if m and m.group(1).startswith("sluice_"):
-            out[(m.group(1), frozenset(LABEL.findall(m.group(2))))] = float(m.group(3))
-    return out
+from tests.triton.helpers import (
+    IMAGENET,
+    InferenceServerException,
+    grpcclient,
+    infer_one,
+    read_bytes,
+    scrape,
+    truncated,
+)
 
 
 def key(name, **labels):

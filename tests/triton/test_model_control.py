@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from helpers import (
+from tests.triton.helpers import (
     BROKEN_OP,
+    IMAGENET,
     SLUICE_MODELS,
     GrpcBurst,
     InferenceServerException,
@@ -19,19 +20,8 @@ from helpers import (
     say,
     synthetic_jpeg,
     uint8_input,
+    wait_unloaded,
 )
-
-IMAGENET = "preprocess_imagenet"
-
-
-def wait_unloaded(server, name, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state, _ = server.model_state(name)
-        if state not in ("READY", "UNLOADING", "LOADING"):
-            return state
-        time.sleep(0.05)
-    raise AssertionError(f"{name} still {server.model_state(name)} {timeout}s after unload")
 
 
 def test_python_model_unload_load(server):

@@ -11,27 +11,28 @@ endpoint accepts messages up to 2 GB, too big to send here. Sluice's
 max_image_bytes is what bounds an image.
 """
 
-import struct
-import zlib
-
 import numpy as np
 import pytest
 
-from helpers import (
+from tests.triton.helpers import (
+    BYTES_MODEL,
+    IMAGENET,
+    PROTOCOLS,
     InferenceServerException,
     bytes_input,
+    client_of,
+    encoded,
     grpcclient,
     httpclient,
     infer,
     infer_one,
+    scrape,
     synthetic_jpeg,
     synthetic_rgb,
     uint8_input,
 )
-from test_metrics import scrape
+from tests.triton.hostile_files import jpeg_claiming, png_claiming
 
-IMAGENET = "preprocess_imagenet"
-BYTES_MODEL = "preprocess_imagenet_bytes"
 SMALL = "preprocess_small_limits"  # preprocess_imagenet's pipeline, small limits
 MAX_BYTES = 6000
 MAX_PIXELS = 200000  # resize (shorter side 256) outputs count too: 160x100 -> 409x256 passes
@@ -54,8 +55,6 @@ parameters {{ key: "max_image_bytes" value {{ string_value: "{MAX_BYTES}" }} }}
 parameters {{ key: "max_image_pixels" value {{ string_value: "{MAX_PIXELS}" }} }}
 """
 
-PROTOCOLS = [("grpc", grpcclient), ("http", httpclient)]
-
 
 @pytest.fixture(scope="module")
 def small(sluice_models):
@@ -72,10 +71,6 @@ def limits_server(small):
     small.ensure_loaded(IMAGENET, BYTES_MODEL, SMALL)
     yield small
     assert small.alive(), f"tritonserver died:\n{small.log_tail()}"
-
-
-def client_of(s, proto):
-    return (s.grpc, grpcclient) if proto == "grpc" else (s.http, httpclient)
 
 
 def assert_still_serving(s, model=IMAGENET, image=None):
@@ -95,43 +90,7 @@ def assert_still_serving(s, model=IMAGENET, image=None):
 
 def noisy_jpeg(w, h, quality=95):
     """A JPEG that compresses badly (so its size is predictable from w, h)."""
-    import io
-
-    from PIL import Image
-
-    rgb = synthetic_rgb(np.random.default_rng(1), h, w)
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
-    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
-
-
-def jpeg_claiming(w, h):
-    """A small valid JPEG whose SOF header is rewritten to claim w x h."""
-    b = bytearray(synthetic_jpeg(64, 48).tobytes())
-    for marker in (b"\xff\xc0", b"\xff\xc2", b"\xff\xc1"):
-        i = b.find(marker)
-        if i >= 0:
-            break
-    assert i >= 0, "no SOF marker"
-    # FF Cn, length (2), precision (1), height (2), width (2)
-    assert struct.unpack(">HH", b[i + 5 : i + 9]) == (48, 64)
-    b[i + 5 : i + 9] = struct.pack(">HH", h, w)
-    return np.frombuffer(bytes(b), dtype=np.uint8)
-
-
-def png_claiming(w, h):
-    """A small valid PNG whose IHDR claims w x h (CRC fixed, so only the size lies)."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(synthetic_rgb(np.random.default_rng(2), 24, 32)).save(buf, format="PNG")
-    b = bytearray(buf.getvalue())
-    assert b[12:16] == b"IHDR"
-    b[16:24] = struct.pack(">II", w, h)
-    b[29:33] = struct.pack(">I", zlib.crc32(bytes(b[12:29])))
-    return np.frombuffer(bytes(b), dtype=np.uint8)
+    return encoded(synthetic_rgb(np.random.default_rng(1), h, w), "JPEG", quality=quality)
 
 
 def too_large_count(s, model):

@@ -7,7 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from helpers import (
+from tests.helpers import BROKEN_CAUSES
+from tests.triton.helpers import (
+    BYTES_MODEL,
+    IMAGENET,
     GrpcBurst,
     InferenceServerException,
     batch_sizes,
@@ -21,21 +24,7 @@ from helpers import (
     uint8_input,
 )
 
-IMAGENET = "preprocess_imagenet"
-BYTES_MODEL = "preprocess_imagenet_bytes"
 
-# What Sluice must say about each file of corpus/broken (None: the file is
-# a valid image with a misleading name and must succeed).
-BROKEN_CAUSES = {
-    "bad_crc.png": "corrupt data",
-    "corrupt_scan.jpg": "corrupt data",
-    "go_video-001.progressive.truncated.jpeg": None,  # a script that ends with refinement pending: libjpeg and Pillow decode it
-    "skimage_truncated.jpg": "truncated",
-    "truncated_90pct_progressive.jpg": "truncated",
-    "truncated_idat.png": "truncated",
-    "jpeg_bytes_named.png": None,
-    "png_bytes_named.jpg": None,
-}
 CAUSES = ("truncated", "corrupt data", "not an image", "unsupported", "too large")
 # Not in the corpus: bytes that are no image at all, and a format Sluice
 # does not decode.

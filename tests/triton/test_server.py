@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from helpers import grpcclient, httpclient, infer, infer_one
+from tests.triton.helpers import grpcclient, httpclient, infer, infer_one
 
 
 def test_health(server):
