@@ -2,7 +2,7 @@
 """Sluice's CPU ImageNet pipeline side by side with OpenCV, on the same photos
 in one run, at 1 thread and at all cores. Prints a Markdown table.
 
-    python scripts/bench_cpu.py --sluice build/sluice --corpus ../shared/corpus
+    python3 -m bench.cpu --sluice build/sluice --corpus ../shared/corpus
 
 OpenCV does what a Python service typically does: cv2.imdecode, BGR→RGB,
 resize shorter side to 256 (INTER_LINEAR), center crop 224, then NumPy
@@ -12,19 +12,19 @@ NumPy release the GIL) and cv2.setNumThreads(1) so threads do not nest.
 
 import argparse
 import concurrent.futures
-import json
 import os
 import pathlib
 import platform
-import subprocess
+import sys
 import time
 
 import cv2
 import numpy as np
 
-MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-STD = np.array([0.229, 0.224, 0.225], np.float32)
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from bench import common
+
+MEAN = np.array(common.MEAN, np.float32)
+STD = np.array(common.STD, np.float32)
 
 
 def opencv_one(buf):
@@ -42,52 +42,86 @@ def opencv_one(buf):
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
-def bench_opencv(images, threads, seconds):
-    cv2.setNumThreads(1)
-    n = 0
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        list(pool.map(opencv_one, images))  # warm-up
-        start = time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            list(pool.map(opencv_one, images))
-            n += len(images)
-        elapsed = time.perf_counter() - start
-    return n / elapsed
+class OpenCV:
+    """opencv_one over a pool of threads, a batch at a time (bench.gpu's
+    opencv contender too)."""
+
+    def __init__(self, threads):
+        cv2.setNumThreads(1)  # the pool's threads, not OpenCV's, use the cores
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads)
+        self.versions = {"cv2": cv2.__version__}
+
+    def run(self, batch):
+        return list(self.pool.map(opencv_one, batch))
+
+    def close(self):
+        self.pool.shutdown()
 
 
-def bench_sluice(binary, pipeline, dirs, threads, batch, seconds):
-    out = subprocess.run(
-        [binary, "bench", "--json", "--pipeline", str(pipeline), "--workers", str(threads),
-         "--batch", str(batch), "--duration", f"{seconds}s", *map(str, dirs)],
-        check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+# The two contenders: measure(threads, seconds) -> images_per_sec (and, for
+# Sluice, its batch latency).
+
+
+class SluiceCPU:
+    """sluice bench with the CPU executor, one worker per thread."""
+
+    def __init__(self, binary, pipeline, dirs, batch):
+        self.binary, self.pipeline, self.dirs, self.batch = binary, pipeline, dirs, batch
+
+    def measure(self, threads, seconds):
+        r = common.sluice_bench(self.binary, self.pipeline, self.dirs, self.batch, seconds, workers=threads)
+        if "error" in r:
+            sys.exit(f"bench.cpu: {r['command']}: {r['error']}")
+        return r
+
+
+class OpenCVPool:
+    """OpenCV over every image in turn, after one warm-up pass."""
+
+    def __init__(self, images):
+        self.images = images
+
+    def measure(self, threads, seconds):
+        ocv = OpenCV(threads)
+        try:
+            ocv.run(self.images)
+            n = 0
+            start = time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                ocv.run(self.images)
+                n += len(self.images)
+            return {"images_per_sec": n / (time.perf_counter() - start)}
+        finally:
+            ocv.close()
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sluice", default=str(ROOT / "build/sluice"))
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared/corpus"))
+    ap = argparse.ArgumentParser(prog="python3 -m bench.cpu", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sluice", default=str(common.SLUICE))
+    ap.add_argument("--corpus", default=str(common.CORPUS))
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
     args = ap.parse_args()
 
     corpus = pathlib.Path(args.corpus)
-    dirs = [corpus / "jpeg/derived", corpus / "jpeg/native"]
-    files = sorted(p for d in dirs for p in d.glob("*.jp*g"))
-    images = [p.read_bytes() for p in files]
-    pipeline = ROOT / "model_repository/preprocess_imagenet/1/pipeline.pbtxt"
+    dirs = [corpus / d for d in common.MIX_DIRS]
+    images = [p.read_bytes() for p in common.mix_files(corpus)]
+    if not images:
+        sys.exit(f"bench.cpu: no JPEGs in {', '.join(map(str, dirs))}")
+    sluice = SluiceCPU(args.sluice, common.ROOT / common.IMAGENET_PIPELINE, dirs, args.batch)
+    opencv = OpenCVPool(images)
 
     print(f"# {len(images)} JPEGs ({sum(map(len, images)) // len(images) // 1000} kB mean) from "
-          f"{', '.join(d.relative_to(corpus).as_posix() for d in dirs)}; {platform.processor() or platform.machine()}, "
+          f"{', '.join(common.MIX_DIRS)}; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores; OpenCV {cv2.__version__}")
-    print("| threads | Sluice CPU img/s | Sluice p50 / p99 batch ms | OpenCV img/s | Sluice / OpenCV |")
-    print("|---|---|---|---|---|")
+    print(common.md_row(["threads", "Sluice CPU img/s", "Sluice p50 / p99 batch ms", "OpenCV img/s", "Sluice / OpenCV"]))
+    print(common.md_rule(5))
     for t in map(int, args.threads.split(",")):
-        s = bench_sluice(args.sluice, pipeline, dirs, t, args.batch, args.seconds)
-        o = bench_opencv(images, t, args.seconds)
-        print(f"| {t} | {s['images_per_sec']:,.0f} | {s['p50_ms']:.1f} / {s['p99_ms']:.1f} | {o:,.0f} | "
-              f"{s['images_per_sec'] / o:.2f}x |", flush=True)
+        s = sluice.measure(t, args.seconds)
+        o = opencv.measure(t, args.seconds)["images_per_sec"]
+        print(common.md_row([str(t), f"{s['images_per_sec']:,.0f}", f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f}",
+                             f"{o:,.0f}", f"{s['images_per_sec'] / o:.2f}x"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 OpenCV on all cores, on the same photos in one run, per kind of JPEG and batch
 size. Prints a Markdown table and writes it (--md-out) and JSON (--json-out).
 
-    python3 scripts/bench_gpu.py --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
+    python3 -m bench.gpu --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
         --batches 16,64,256 --seconds 3 --gpu 0 --json-out bench.json --md-out bench.md
 
 The photos are corpus/jpeg/derived and corpus/jpeg/native, split by Pillow into
@@ -24,7 +24,7 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
   fn.crop_mirror_normalize(crop 224, ImageNet mean/std x255, FLOAT, CHW);
   num_threads os.cpu_count(), prefetch_queue_depth 2, 10 warm-up iterations,
   the device synchronised after the measured iterations.
-- OpenCV: bench_cpu.py's opencv_one over a thread pool of os.cpu_count() threads,
+- OpenCV: bench.cpu's opencv_one over a thread pool of os.cpu_count() threads,
   one batch at a time.
 
 Latency is per batch (p50/p99, the same percentile definition as sluice bench).
@@ -34,120 +34,95 @@ with no GPU).
 """
 
 import argparse
-import datetime
 import json
 import os
 import pathlib
-import shlex
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from bench import common
+from bench.common import batches_of, timed
+
 KINDS = ["baseline colour", "grayscale", "progressive", "whole mix", "larger photos"]
-CONTENDERS = ["sluice", "sluice-x2", "dali-0.65", "dali-0.9", "torchvision", "nvimgcodec", "nvimgcodec-decode",
-              "nvimgcodec-hw", "opencv"]
-# The full-pipeline peers Sluice's ratio is taken against (the best of them).
-FULL_PEERS = ["dali-0.65", "dali-0.9", "torchvision", "nvimgcodec", "opencv"]
-MEAN = [0.485, 0.456, 0.406]
-STD = [0.229, 0.224, 0.225]
 
 
-def classify(path):
-    from PIL import Image
+class Contender:
+    """One column group of the table. setup() once: heavy imports, the device
+    (a failure fills every cell of the contender); prepare(kdir, datas,
+    batch_sizes) once per kind of files: warm-up (a failure fills that kind's
+    cells); measure(batch) per batch size: a result in sluice bench --json's
+    keys, or {"error": ...}."""
 
-    with Image.open(path) as im:
-        if im.mode == "L":
-            return "grayscale"
-        # Pillow sets 'progressive' (and the older 'progression') for SOF2 files.
-        if im.info.get("progressive") or im.info.get("progression"):
-            return "progressive"
-        return "baseline colour"
+    full_pipeline = False  # a peer Sluice's ratio is taken against (the best of them)
+    ours = False  # a Sluice run, the ratio's other side
+    uses_torch = False
 
+    def __init__(self, name):
+        self.name = name
 
-def size_of(path):
-    from PIL import Image
+    def setup(self):
+        pass
 
-    with Image.open(path) as im:
-        return im.size
+    def prepare(self, kdir, datas, batch_sizes):
+        pass
 
-
-def percentiles(lat):
-    """p50 and p99 in ms, as sluice bench picks them from the sorted latencies."""
-    lat = sorted(lat)
-    return lat[len(lat) // 2] * 1e3, lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3
-
-
-def batches_of(items, size):
-    """Endless batches cycling through items, as sluice bench fills its batch."""
-    i = 0
-    while True:
-        yield [items[(i + k) % len(items)] for k in range(size)]
-        i += size
+    def measure(self, batch):
+        raise NotImplementedError
 
 
-def timed(run_batch, batches, seconds):
-    lat = []
-    n = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        b = next(batches)
-        t = time.perf_counter()
-        run_batch(b)
-        lat.append(time.perf_counter() - t)
-        n += len(b)
-    elapsed = time.perf_counter() - start
-    p50, p99 = percentiles(lat)
-    return {"images_per_sec": n / elapsed, "p50_ms": p50, "p99_ms": p99, "batches": len(lat),
-            "seconds": elapsed}
+class Sluice(Contender):
+    """`sluice bench` in a process of its own (its own warm-up pass over every image first)."""
+
+    ours = True
+
+    def __init__(self, name, args, instances):
+        super().__init__(name)
+        self.args, self.instances = args, instances
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kdir = kdir
+
+    def measure(self, batch):
+        a = self.args
+        return common.sluice_bench(a.sluice, a.pipeline, [self.kdir], batch, a.seconds,
+                                   gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
+                                   instances=self.instances, hw_share=a.hw_share)
 
 
-def short_error(text, limit=300):
-    """The line of a failure's output that says what went wrong: a Go panic, else
-    the CLI's own "sluice ...: error" line (flag usage may follow it), else the last."""
-    lines = [l.strip() for l in str(text).strip().splitlines() if l.strip()]
-    if not lines:
-        return "failed with no message"
-    pick = [l for l in lines if l.startswith("panic:")] or [l for l in lines if l.startswith("sluice")] or lines
-    return pick[-1][:limit]
+class InProcess(Contender):
+    """A contender timed here, batch by batch: run(batch) on items of the
+    kind's encoded images; warm-up once per kind, every batch size once
+    (nvJPEG and the caching allocator size their buffers per batch)."""
+
+    def __init__(self, name, seconds):
+        super().__init__(name)
+        self.seconds = seconds
+
+    def items(self, datas):
+        return list(datas)
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kind_items = self.items(datas)
+        for b in batch_sizes:
+            self.run(next(batches_of(self.kind_items, b)))
+
+    def run(self, batch):
+        raise NotImplementedError
+
+    def measure(self, batch):
+        return timed(self.run, batches_of(self.kind_items, batch), self.seconds)
 
 
-def bench_sluice(args, kdir, batch, gpus=None, instances=None):
-    """sluice bench on args.gpu, or on gpus (comma-separated) when given."""
-    cmd = [args.sluice, "bench", "--json", "--pipeline", args.pipeline, "--batch", str(batch),
-           "--duration", f"{args.seconds:g}s"]
-    instances = instances or args.instances
-    if gpus is None and args.gpu >= 0:
-        gpus = str(args.gpu)
-    if gpus:
-        cmd += ["--gpu", gpus]
-    if args.workers:
-        cmd += ["--workers", str(args.workers)]
-    if args.hw_share is not None:
-        cmd += ["--hw-share", f"{args.hw_share:g}"]
-    if instances > 1:
-        cmd += ["--instances", str(instances)]
-    cmd.append(str(kdir))
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 120)
-    except subprocess.TimeoutExpired as e:
-        return {"error": f"timed out after {e.timeout:g}s", "command": shlex.join(cmd)}
-    except OSError as e:
-        return {"error": str(e), "command": shlex.join(cmd)}
-    if p.returncode != 0:
-        return {"error": short_error(p.stderr or p.stdout), "stderr": p.stderr[-4000:],
-                "exit": p.returncode, "command": shlex.join(cmd)}
-    try:
-        r = json.loads(p.stdout)
-    except ValueError:
-        return {"error": "unreadable output: " + short_error(p.stdout), "command": shlex.join(cmd)}
-    r["command"] = shlex.join(cmd)
-    return r
+class TorchVision(InProcess):
+    full_pipeline = True
+    uses_torch = True
 
+    def __init__(self, name, gpu, seconds):
+        super().__init__(name, seconds)
+        self.gpu = gpu
 
-class TorchVision:
-    def __init__(self, gpu):
+    def setup(self):
         import torch
         import torchvision
         from torchvision.io import ImageReadMode, decode_jpeg
@@ -155,11 +130,11 @@ class TorchVision:
 
         self.torch, self.F = torch, F
         self.decode, self.mode = decode_jpeg, ImageReadMode.RGB
-        self.device = torch.device("cuda", gpu)
+        self.device = torch.device("cuda", self.gpu)
         torch.cuda.set_device(self.device)
         self.versions = {"torch": torch.__version__, "torchvision": torchvision.__version__}
 
-    def tensors(self, datas):
+    def items(self, datas):
         return [self.torch.frombuffer(bytearray(b), dtype=self.torch.uint8) for b in datas]
 
     def run(self, batch):
@@ -167,34 +142,38 @@ class TorchVision:
         imgs = self.decode(batch, device=self.device, mode=self.mode)
         out = [F.center_crop(F.resize(im, [256], antialias=True), [224, 224]) for im in imgs]
         x = self.torch.stack(out).float() / 255
-        x = F.normalize(x, MEAN, STD)
+        x = F.normalize(x, common.MEAN, common.STD)
         self.torch.cuda.synchronize(self.device)
         return x
 
 
-class NvImgCodec:
+class NvImgCodec(InProcess):
     """nvImageCodec (the decoder inside DALI 2.x). "full": decode with its default
     backends (hardware engines, CUDA, CPU) and every core, then the same torch
     resize/crop/normalize as the torchvision contender; "decode": the decode
     alone; "hw": the decode alone on the hardware engines only, the engines'
     ceiling on these files."""
 
-    def __init__(self, gpu, mode):
+    uses_torch = True
+
+    def __init__(self, name, gpu, mode, seconds):
+        super().__init__(name, seconds)
+        self.gpu, self.mode = gpu, mode
+        self.full_pipeline = mode == "full"
+
+    def setup(self):
         import torch
         from nvidia import nvimgcodec
         from torchvision.transforms.v2 import functional as F
 
-        self.torch, self.F, self.mode = torch, F, mode
-        self.device = torch.device("cuda", gpu)
+        self.torch, self.F = torch, F
+        self.device = torch.device("cuda", self.gpu)
         torch.cuda.set_device(self.device)
-        kw = {"device_id": gpu, "max_num_cpu_threads": os.cpu_count()}
-        if mode == "hw":
+        kw = {"device_id": self.gpu, "max_num_cpu_threads": os.cpu_count()}
+        if self.mode == "hw":
             kw["backends"] = [nvimgcodec.Backend(nvimgcodec.BackendKind.HW_GPU_ONLY, load_hint=1.0)]
         self.dec = nvimgcodec.Decoder(**kw)
         self.versions = {"nvimgcodec": getattr(nvimgcodec, "__version__", "?")}
-
-    def tensors(self, datas):
-        return list(datas)
 
     def run(self, batch):
         torch, F = self.torch, self.F
@@ -207,33 +186,39 @@ class NvImgCodec:
         out = [F.center_crop(F.resize(torch.as_tensor(im, device=self.device).permute(2, 0, 1), [256], antialias=True),
                              [224, 224]) for im in imgs]
         x = torch.stack(out).float() / 255
-        x = F.normalize(x, MEAN, STD)
+        x = F.normalize(x, common.MEAN, common.STD)
         torch.cuda.synchronize(self.device)
         return x
 
 
-NVIMGCODEC_MODES = {"nvimgcodec": "full", "nvimgcodec-decode": "decode", "nvimgcodec-hw": "hw"}
-
-
-class Dali:
+class Dali(Contender):
     """DALI's pipeline (see the module's doc) at one hw_decoder_load; a pipeline
-    per kind and batch size, built on first use and dropped with the kind."""
+    per kind and batch size, built when measured and dropped after."""
 
-    def __init__(self, gpu, load):
+    full_pipeline = True
+    uses_torch = True
+
+    def __init__(self, name, gpu, load, seconds):
+        super().__init__(name)
+        self.gpu, self.load, self.seconds = gpu, load, seconds
+
+    def setup(self):
         import numpy as np
         import torch
         from nvidia import dali
 
         self.np, self.torch, self.dali = np, torch, dali
-        self.gpu, self.load = gpu, load
         self.versions = {"dali": dali.__version__}
 
-    def pipeline(self, datas, batch):
+    def prepare(self, kdir, datas, batch_sizes):
+        self.datas = datas
+
+    def pipeline(self, batch):
         from nvidia.dali import fn, types
 
         np = self.np
-        items = batches_of([np.frombuffer(d, np.uint8) for d in datas], batch)
-        mean, std = [m * 255 for m in MEAN], [s * 255 for s in STD]
+        items = batches_of([np.frombuffer(d, np.uint8) for d in self.datas], batch)
+        mean, std = [m * 255 for m in common.MEAN], [s * 255 for s in common.STD]
 
         @self.dali.pipeline_def(batch_size=batch, num_threads=os.cpu_count(), device_id=self.gpu,
                                 prefetch_queue_depth=2)
@@ -250,56 +235,62 @@ class Dali:
             p.run()
         return p
 
-    def timed(self, datas, batch, seconds):
-        p = self.pipeline(datas, batch)
-        r = timed(lambda _: p.run(), batches_of(datas, batch), seconds)
+    def measure(self, batch):
+        p = self.pipeline(batch)
+        r = timed(lambda _: p.run(), batches_of(self.datas, batch), self.seconds)
         self.torch.cuda.synchronize(self.gpu)
         del p
         return r
 
 
-DALI_LOADS = {"dali-0.65": 0.65, "dali-0.9": 0.9}
+class OpenCV(InProcess):
+    """bench.cpu's OpenCV pipeline on a pool of os.cpu_count() threads, a batch at a time."""
 
+    full_pipeline = True
 
-class OpenCV:
-    def __init__(self):
-        import concurrent.futures
+    def setup(self):
+        from bench import cpu
 
-        import cv2
+        self.pool = cpu.OpenCV(os.cpu_count())
+        self.versions = self.pool.versions
 
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from bench_cpu import opencv_one
-
-        cv2.setNumThreads(1)  # the pool's threads, not OpenCV's, use the cores
-        self.one = opencv_one
-        self.pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count())
-        self.versions = {"cv2": cv2.__version__}
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kind_items = list(datas)
+        self.run(datas)  # warm-up: every image once
 
     def run(self, batch):
-        return list(self.pool.map(self.one, batch))
+        return self.pool.run(batch)
 
 
-def measure(name, fn, *a):
+# The contenders by name, in the order of the table's columns.
+CONTENDERS = {
+    "sluice": lambda n, a: Sluice(n, a, a.instances),
+    "sluice-x2": lambda n, a: Sluice(n, a, 2),  # two executors sharing the GPU, as a Triton instance count of 2
+    "dali-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds),
+    "dali-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds),
+    "torchvision": lambda n, a: TorchVision(n, a.gpu, a.seconds),
+    "nvimgcodec": lambda n, a: NvImgCodec(n, a.gpu, "full", a.seconds),
+    "nvimgcodec-decode": lambda n, a: NvImgCodec(n, a.gpu, "decode", a.seconds),
+    "nvimgcodec-hw": lambda n, a: NvImgCodec(n, a.gpu, "hw", a.seconds),
+    "opencv": lambda n, a: OpenCV(n, a.seconds),
+}
+# The order they are set up in, as the script always did: the torch users,
+# then DALI, then OpenCV.
+SETUP_ORDER = ["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "dali-0.65", "dali-0.9", "opencv"]
+
+
+def guard(fn, *a):
+    """fn's result; an exception as an error result."""
     try:
         return fn(*a)
     except Exception as e:  # one contender's failure is a table cell, not a crash
-        return {"error": f"{type(e).__name__}: {short_error(e)}"}
-
-
-def gpu_info():
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-        line = out.stdout.strip().splitlines()
-        return line[0] if out.returncode == 0 and line else f"nvidia-smi failed: {short_error(out.stderr)}"
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"nvidia-smi unavailable ({e})"
+        return common.error_of(e)
 
 
 def versions(contenders):
     v = {}
     for mod in ["torch", "torchvision", "cv2", "nvidia.nvimgcodec", "nvidia.dali"]:
-        if mod in ("torch", "torchvision") and not {"torchvision", *NVIMGCODEC_MODES, *DALI_LOADS} & set(contenders):
+        if mod in ("torch", "torchvision") and not any(c.uses_torch for c in contenders):
             v[mod] = "not loaded"
             continue
         try:
@@ -316,7 +307,7 @@ def cell_md(r):
     if r is None:
         return ["–", "–", "–"]
     if "error" in r:
-        return ["FAILED: " + r["error"].replace("|", "\\|").replace("\n", " "), "–", "–"]
+        return [common.md_failed(r["error"]), "–", "–"]
     ips = f"{r['images_per_sec']:,.0f}"
     if r.get("failed"):
         ips += f" ({r['failed']} failed samples)"
@@ -330,10 +321,10 @@ def ratio(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sluice", default=str(ROOT / "build/sluice"))
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared/corpus"))
-    ap.add_argument("--pipeline", default="model_repository/preprocess_imagenet/1/pipeline.pbtxt")
+    ap = argparse.ArgumentParser(prog="python3 -m bench.gpu", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sluice", default=str(common.SLUICE))
+    ap.add_argument("--corpus", default=str(common.CORPUS))
+    ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
     ap.add_argument("--batches", default="16,64,256", help="comma-separated batch sizes")
     ap.add_argument("--seconds", type=float, default=4, help="measured seconds per kind, batch and contender")
     ap.add_argument("--gpu", type=int, default=0, help="device ordinal; -1: Sluice's CPU executor")
@@ -352,49 +343,32 @@ def main():
         ap.error(f"--only: unknown {sorted(bad)}")
     batch_sizes = [int(b) for b in args.batches.split(",")]
     corpus = pathlib.Path(args.corpus)
-    dirs = [corpus / "jpeg/derived", corpus / "jpeg/native"]
-    files = sorted(p for d in dirs for p in d.glob("*.jp*g"))
+    files = common.mix_files(corpus)
     if not files:
-        sys.exit(f"no JPEGs in {', '.join(map(str, dirs))}")
+        sys.exit(f"no JPEGs in {', '.join(str(corpus / d) for d in common.MIX_DIRS)}")
     kinds = {k: [] for k in KINDS}
     for p in files:
-        kinds[classify(p)].append(p)
+        kinds[common.classify(p)].append(p)
     kinds["whole mix"] = list(files)
-    # Photos of 1,000 px a side and more (jpeg/large, jpeg/exif): where decode
-    # dominates even more.
-    kinds["larger photos"] = [p for d in ("jpeg/large", "jpeg/exif") for p in sorted((corpus / d).glob("*.jp*g"))
-                              if max(size_of(p)) >= 1000]
+    kinds["larger photos"] = common.larger_photos(corpus)
     data = {p: p.read_bytes() for k in kinds.values() for p in k}
 
-    command = shlex.join(["python3", *sys.argv])
+    command = common.command_line()
     info = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "gpu": gpu_info() if args.gpu >= 0 else "none (--gpu -1: Sluice CPU executor)",
+        "date": common.utc_now(),
+        "gpu": common.gpu_info() if args.gpu >= 0 else "none (--gpu -1: Sluice CPU executor)",
         "cpus": os.cpu_count(),
         "command": command,
         "seconds": args.seconds,
         "kinds": {k: len(v) for k, v in kinds.items()},
     }
 
-    setup_err = {}
-
-    def setup(name, make):
-        """The contender make() builds, or None with its error in setup_err:
-        one contender's failure is its table cells, not the run's end."""
-        if name not in only:
-            return None
-        r = measure(name, make)
-        if isinstance(r, dict):
-            setup_err[name] = r
-            return None
-        return r
-
-    tv = setup("torchvision", lambda: TorchVision(args.gpu))
-    gpu_peers = {n: p for n in NVIMGCODEC_MODES
-                 if (p := setup(n, lambda n=n: NvImgCodec(args.gpu, NVIMGCODEC_MODES[n])))}
-    dalis = {n: p for n in DALI_LOADS if (p := setup(n, lambda n=n: Dali(args.gpu, DALI_LOADS[n])))}
-    ocv = setup("opencv", OpenCV)
-    info["versions"] = versions(only)
+    contenders = [make(name, args) for name, make in CONTENDERS.items() if name in only]
+    setup_err = {}  # name: the error that fills its every cell
+    for c in sorted(contenders, key=lambda c: SETUP_ORDER.index(c.name) if c.name in SETUP_ORDER else -1):
+        if err := guard(c.setup):
+            setup_err[c.name] = err
+    info["versions"] = versions(contenders)
 
     rows = []
     t0 = time.perf_counter()
@@ -404,71 +378,26 @@ def main():
             if not kfiles:
                 rows.append({"kind": kind, "files": 0, "batch": None, "skipped": "no files"})
                 continue
-            # sluice bench reads whole directories: one of links per kind.
-            kdir = pathlib.Path(tmp) / kind.replace(" ", "_")
-            kdir.mkdir()
-            for p in kfiles:
-                (kdir / f"{p.parent.name}_{p.name}").symlink_to(p.resolve())
+            kdir = common.link_dir(tmp, kind, kfiles)
             datas = [data[p] for p in kfiles]
-
-            tv_items = None
-            if tv:
-                try:
-                    tv_items = tv.tensors(datas)
-                    # Warm-up once per kind: every batch size once (nvJPEG and the
-                    # caching allocator size their buffers per batch).
-                    for b in batch_sizes:
-                        tv.run(next(batches_of(tv_items, b)))
-                except Exception as e:  # e.g. a kind nvJPEG cannot decode: every row says so
-                    tv_items = {"error": f"{type(e).__name__}: {short_error(e)}"}
-            if ocv:
-                ocv.run(datas)  # warm-up: every image once
-            peer_items = {}
-            for name, peer in gpu_peers.items():
-                try:
-                    for b in batch_sizes:
-                        peer.run(next(batches_of(datas, b)))
-                    peer_items[name] = datas
-                except Exception as e:
-                    peer_items[name] = {"error": f"{type(e).__name__}: {short_error(e)}"}
-
+            # e.g. a kind nvJPEG cannot decode: every row of the kind says so
+            kind_err = dict(setup_err)
+            for c in contenders:
+                if c.name not in kind_err and (err := guard(c.prepare, kdir, datas, batch_sizes)):
+                    kind_err[c.name] = err
             for b in batch_sizes:
                 row = {"kind": kind, "files": len(kfiles), "batch": b}
-                if "sluice" in only:
-                    row["sluice"] = measure("sluice", bench_sluice, args, kdir, b)
-                if "sluice-x2" in only:
-                    row["sluice-x2"] = measure("sluice-x2", bench_sluice, args, kdir, b, None, 2)
-                for name in DALI_LOADS:
-                    if name in only:
-                        row[name] = (setup_err[name] if name not in dalis else
-                                     measure(name, dalis[name].timed, datas, b, args.seconds))
-                if "torchvision" in only:
-                    if tv is None:
-                        row["torchvision"] = setup_err["torchvision"]
-                    elif isinstance(tv_items, dict):
-                        row["torchvision"] = tv_items
-                    else:
-                        row["torchvision"] = measure("torchvision", timed, tv.run, batches_of(tv_items, b),
-                                                     args.seconds)
-                for name in NVIMGCODEC_MODES:
-                    if name not in only:
-                        continue
-                    if name not in gpu_peers:
-                        row[name] = setup_err[name]
-                    elif isinstance(peer_items[name], dict):
-                        row[name] = peer_items[name]
-                    else:
-                        row[name] = measure(name, timed, gpu_peers[name].run, batches_of(datas, b), args.seconds)
-                if "opencv" in only:
-                    row["opencv"] = (setup_err["opencv"] if ocv is None else
-                                     measure("opencv", timed, ocv.run, batches_of(datas, b), args.seconds))
+                for c in contenders:
+                    row[c.name] = kind_err.get(c.name) or guard(c.measure, b)
                 rows.append(row)
                 print(f"# {kind} batch {b}: " + "  ".join(
-                    f"{c} {cell_md(row.get(c))[0]}" for c in CONTENDERS if c in row), file=sys.stderr, flush=True)
+                    f"{c.name} {cell_md(row[c.name])[0]}" for c in contenders), file=sys.stderr, flush=True)
     info["wall_seconds"] = round(time.perf_counter() - t0, 1)
 
     v = info["versions"]
-    shown = [c for c in CONTENDERS if c in only]
+    shown = [c.name for c in contenders]
+    full = [c.name for c in contenders if c.full_pipeline]
+    ours = [c.name for c in contenders if c.ours]
     md = [
         f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
         "",
@@ -485,20 +414,20 @@ def main():
         "",
         f"Command: `{command}`",
         "",
-        "| kind (files) | batch | " + " | ".join(f"{c} img/s | p50 ms | p99 ms" for c in shown)
-        + " | best Sluice / best full-pipeline peer |",
-        "|---|---|" + "---|---|---|" * len(shown) + "---|",
+        common.md_row(["kind (files)", "batch", *(f"{c} img/s | p50 ms | p99 ms" for c in shown),
+                       "best Sluice / best full-pipeline peer"]),
+        common.md_rule(2 + 3 * len(shown) + 1),
     ]
     for r in rows:
         label = f"{r['kind']} ({r['files']})"
         if r.get("skipped"):
-            md.append(f"| {label} | – | " + " | ".join(["n/a", "", ""] * len(shown)) + " | n/a |")
+            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a"]))
             continue
         cells = [x for c in shown for x in cell_md(r.get(c))]
         ok = lambda names: [r[c] for c in names if r.get(c) and "error" not in r[c]]  # noqa: E731
-        best = max(ok(FULL_PEERS), key=lambda x: x["images_per_sec"], default=None)
-        ours = max(ok(["sluice", "sluice-x2"]), key=lambda x: x["images_per_sec"], default=None)
-        md.append("| " + " | ".join([label, str(r["batch"]), *cells, ratio(ours, best)]) + " |")
+        best = max(ok(full), key=lambda x: x["images_per_sec"], default=None)
+        mine = max(ok(ours), key=lambda x: x["images_per_sec"], default=None)
+        md.append(common.md_row([label, str(r["batch"]), *cells, ratio(mine, best)]))
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)
     if args.md_out:
