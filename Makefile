@@ -197,8 +197,8 @@ test-client: backend triton test-deps
 # batched requests too: PERF_ARGS='--protocols "grpc http" --batch "1 4"'
 # (each one repeats the sweep; --quick shortens it).
 PERF_ARGS ?=
-perf-triton: backend triton
-	scripts/perf_triton.sh $(PERF_ARGS)
+perf-triton: backend build triton
+	bench/perf_triton.sh $(PERF_ARGS)
 
 # The compact pipeline files the model folders hold, from their text form
 # (a test fails when they are stale).
@@ -215,7 +215,7 @@ run-cli: build
 
 # Sluice's CPU ImageNet pipeline vs OpenCV, same photos, same threads.
 bench-cpu: build venv
-	$(VENV)/bin/python scripts/bench_cpu.py --sluice $(BUILD)/sluice --corpus $(CORPUS)
+	$(VENV)/bin/python -m bench.cpu --sluice $(BUILD)/sluice --corpus $(CORPUS)
 
 # A count, not a duration: time-based -fuzztime can end in a spurious
 # "context deadline exceeded" with Go 1.26 (golang/go#75804).
@@ -265,13 +265,13 @@ ptx:
 # GPU tests and the GPU benchmark, for a machine with an NVIDIA GPU but no
 # Go: gpu-build puts the test binaries, the CLI and the corpus photos in
 # .bench/gpu; there, `scripts/gpu.sh run` runs the tests (under
-# compute-sanitizer too) and scripts/bench_gpu.py (Sluice vs torchvision
+# compute-sanitizer too) and bench/gpu.py (Sluice vs torchvision
 # vs OpenCV). On a GPU machine with Go, bench-gpu runs the benchmark alone.
 gpu-build: pic-libs
 	scripts/gpu.sh build
 
 bench-gpu: build
-	$(PYTHON) scripts/bench_gpu.py --sluice $(BUILD)/sluice --corpus $(CORPUS)
+	$(PYTHON) -m bench.gpu --sluice $(BUILD)/sluice --corpus $(CORPUS)
 
 clean:
 	rm -rf $(BUILD)

@@ -308,7 +308,7 @@ run() {
 		blog=$(mktemp)
 		t0=$SECONDS
 		echo "== bench (timeout ${secs}s)"
-		timeout -k 10 "$secs" "${PYTHON:-python3}" scripts/bench_gpu.py --sluice "$dir/sluice" --corpus "$dir/corpus" \
+		timeout -k 10 "$secs" "${PYTHON:-python3}" -m bench.gpu --sluice "$dir/sluice" --corpus "$dir/corpus" \
 			--pipeline model_repository/preprocess_imagenet/1/pipeline.pbtxt \
 			--batches "${BENCH_BATCHES:-16,64,256}" --seconds "${BENCH_SECONDS:-3}" --gpu "${GPU:-0}" \
 			--instances "${BENCH_INSTANCES:-1}" --json-out "$out/bench.json" --md-out "$out/bench.md" >"$blog" 2>&1
@@ -322,7 +322,7 @@ run() {
 			fi
 		else
 			# Keep its output: bench.md is where a reader looks.
-			{ echo "bench_gpu.py exit $rc"; echo '```'; cat "$blog"; echo '```'; } >>"$out/bench.md"
+			{ echo "bench.gpu exit $rc"; echo '```'; cat "$blog"; echo '```'; } >>"$out/bench.md"
 			summary+=("FAIL bench (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))")
 		fi
 		rm -f "$blog"

@@ -8,8 +8,9 @@
 #       as Triton converts no text through ICU), the python backend and its 3.12 stub,
 #       the tritonclient package, build/backends/sluice/libtriton_sluice.so (make backend
 #       first; BUILD_BACKEND=1 runs it), the derived corpus JPEGs, corpus/broken (with
-#       MANIFEST.tsv, for scripts/soak.py), and for GT_PERF the tritonclient wheel's
-#       perf_analyzer and the baseline colour JPEGs of jpeg/derived and jpeg/native (picked
+#       MANIFEST.tsv, for bench.soak), and for GT_PERF the tritonclient wheel's
+#       perf_analyzer, the sluice CLI (its perf-data writes perf_analyzer's input there) and
+#       the baseline colour JPEGs of jpeg/derived and jpeg/native (picked
 #       with Pillow from .venv, PILLOW_PYTHON). Prints every size.
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
 #       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
@@ -39,7 +40,7 @@
 #       JPEG of the whole mix), windows GT_PERF_WINDOW_MS (2000), GT_PERF_STABILITY (15 %),
 #       GT_PERF_TRIALS (5), GT_STANDALONE ("64=17000 256=20000": adds a column, the share
 #       of `sluice bench --gpu 0` images/s at each batch size). GT_SOAK_MINUTES: after
-#       the perf sweep, run scripts/soak.py on preprocess_gpu that long (RSS and GPU memory,
+#       the perf sweep, run bench.soak on preprocess_gpu that long (RSS and GPU memory,
 #       wrong answers; results in $OUT/soak.json; GT_SOAK_CONCURRENCY, 64).
 set -uo pipefail
 
@@ -53,7 +54,7 @@ build() {
 	mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || return 1
 	case $dir in "$ROOT" | / | "$HOME") echo "refusing to build into $dir" >&2; return 1 ;; esac
 	rm -rf "$dir/tritonserver.tar.xz" "$dir/tritonclient.tar.xz" "$dir/libtriton_sluice.so.xz" "$dir/corpus" "$dir/broken" "$dir/MANIFEST.tsv" "$dir/manifest.txt" "$dir/out" \
-		"$dir/perf_analyzer.xz" "$dir/perf_jpegs" "$dir/perf_mix"
+		"$dir/perf_analyzer.xz" "$dir/sluice.xz" "$dir/perf_jpegs" "$dir/perf_mix"
 	sp=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
 	[ -x "$sp/pytriton/tritonserver/bin/tritonserver" ] || { echo "no tritonserver in $sp (scripts/triton.sh --install-only)" >&2; return 1; }
 
@@ -133,18 +134,20 @@ EOF
 	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
 		echo "built $(date -u +%FT%TZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
-		(cd "$dir" && ls -l tritonserver.tar.xz tritonclient.tar.xz libtriton_sluice.so.xz perf_analyzer.xz) | awk '{ print $5, $9 }'
+		(cd "$dir" && ls -l tritonserver.tar.xz tritonclient.tar.xz libtriton_sluice.so.xz perf_analyzer.xz sluice.xz) | awk '{ print $5, $9 }'
 	} >"$dir/manifest.txt"
 	echo "TOTAL $dir: $(mb "$(size "$dir")")"
 }
 
-# perf_analyzer (the tritonclient wheel's, stripped) and its images. It needs
+# perf_analyzer (the tritonclient wheel's, stripped), the sluice CLI that writes
+# its input data there (static like gpu.sh's: the GPU machine has no Go), and
+# its images. It needs
 # libb64.so.0d and libcudart.so.12, which no stock system has: the run links
 # them from the pytriton wheel's libraries in tritonserver.tar.xz (and libssl,
 # libcrypto, should the system lack them). The images are the baseline colour
-# JPEGs of jpeg/derived and jpeg/native, split by Pillow as scripts/bench_gpu.py
+# JPEGs of jpeg/derived and jpeg/native, split by Pillow as bench.gpu
 # splits them: the photos `sluice bench --gpu` is measured on (perf_jpegs), and
-# all of them, bench_gpu.py's whole mix (perf_mix).
+# all of them, bench.gpu's whole mix (perf_mix).
 build_perf() {
 	local dir=$1 sp=$2 corpus=$3 stage=$4 venv=${TRITON_VENV:-$ROOT/.venv-triton}
 	local pa=$stage/perf_analyzer palibs=$stage/palibs libs=$sp/nvidia_pytriton.libs
@@ -157,13 +160,14 @@ build_perf() {
 	echo "perf_analyzer: $v; from the system: $(LD_LIBRARY_PATH=$palibs ldd "$pa" | awk '$3 ~ /^\// && $3 !~ /palibs/ { printf "%s ", $1 }')"
 	xz -9 -T0 -c "$pa" >"$dir/perf_analyzer.xz" || return 1
 	echo "perf_analyzer: $(mb "$(size "$venv/bin/perf_analyzer")"), stripped $(mb "$(size "$pa")"), xz $(mb "$(size "$dir/perf_analyzer.xz")")"
+	CGO_ENABLED=1 go build -ldflags='-s -w' -o "$stage/sluice" ./cmd/sluice && xz -9 -T0 -c "$stage/sluice" >"$dir/sluice.xz" || return 1
+	echo "sluice: $(mb "$(size "$stage/sluice")"), xz $(mb "$(size "$dir/sluice.xz")")"
 
 	local py=${PILLOW_PYTHON:-$ROOT/.venv/bin/python}
 	mkdir -p "$dir/perf_jpegs" || return 1
 	"$py" - "$corpus" "$dir/perf_jpegs" <<'EOF' || { echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
 import pathlib, shutil, sys
-sys.path.insert(0, "scripts")
-from bench_gpu import classify
+from bench.common import classify
 corpus, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 files = sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g"))
 for p in files:
@@ -406,7 +410,7 @@ except Exception as e: print("torch: not importable:", e)'
 	fi
 	if [ -n "${GT_SOAK_MINUTES:-}" ]; then
 		echo "== soak (corpus $corpus, broken $dir/broken)"
-		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/soak.py" --url 127.0.0.1:$gp \
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m bench.soak --url 127.0.0.1:$gp \
 			--model preprocess_gpu --pid $pid --gpu --good "$corpus" --broken "$dir/broken" \
 			--minutes "$GT_SOAK_MINUTES" --concurrency "${GT_SOAK_CONCURRENCY:-64}" --json "$out/soak.json" || rc=1
 	fi
@@ -432,18 +436,19 @@ perf() {
 	local win=${GT_PERF_WINDOW_MS:-2000} stab=${GT_PERF_STABILITY:-15} trials=${GT_PERF_TRIALS:-5}
 	local set=perf_jpegs
 	case ${GT_PERF_FILES:-baseline} in baseline) ;; mix) set=perf_mix ;; *) echo "GT_PERF_FILES is baseline or mix"; return 1 ;; esac
-	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data
+	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data sluice=$gt/sluice
 	local helper=$ROOT/scripts/gpu_triton_perf.py form b
 	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
 	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
 	for form in $forms; do
 		case $form in bytes | uint8) ;; *) echo "GT_PERF_INPUT takes bytes and uint8, not $form"; return 1 ;; esac
 	done
-	[ -f "$dir/perf_analyzer.xz" ] && [ -d "$jpegs" ] || { echo "no perf_analyzer.xz or $set in $dir: build again"; return 1; }
+	[ -f "$dir/perf_analyzer.xz" ] && [ -f "$dir/sluice.xz" ] && [ -d "$jpegs" ] || { echo "no perf_analyzer.xz, sluice.xz or $set in $dir: build again"; return 1; }
 
 	# perf_analyzer needs libb64.so.0d and libcudart.so.12: links to the copies in the
 	# pytriton wheel's libraries; libssl.so.3 and libcrypto.so.3 the same where the system lacks them.
 	xz -dc "$dir/perf_analyzer.xz" >"$pa" && chmod +x "$pa" || return 1
+	xz -dc "$dir/sluice.xz" >"$sluice" && chmod +x "$sluice" || return 1
 	rm -rf "$palibs" && mkdir -p "$palibs" || return 1
 	ln -s "$(ls "$libs"/libb64-*.so.0d | head -1)" "$palibs/libb64.so.0d"
 	ln -s "$(ls "$libs"/libcudart-*.so.12* | head -1)" "$palibs/libcudart.so.12"
@@ -478,9 +483,9 @@ perf() {
 			[ $limit -ge 1 ] || { echo "FAIL: /dev/shm cannot hold one batch of $bmax ($form)"; return 1; }
 			echo "$form: $n entries would need $(((n * bmax * per) >> 20)) MiB of shared memory: taking $limit"
 		fi
-		"$py" "$ROOT/scripts/perf_data.py" -o "$data/$form.json" --corpus "$dir" --dirs "$set" --limit $limit $flag \
-			2>"$data/$form.log" || { cat "$data/$form.log"; return 1; }
-		notes+=("$form: $(sed 's/^perf_data.py: //; s/ -> .*//' "$data/$form.log")")
+		"$sluice" perf-data -o "$data/$form.json" --corpus "$dir" --ext .jpg,.jpeg --max $limit $flag "$set" \
+			>"$data/$form.log" 2>&1 || { cat "$data/$form.log"; return 1; }
+		notes+=("$form: $(grep ' -> ' "$data/$form.log" | sed 's/ -> .*//')")
 		echo "${notes[-1]}"
 	done
 

@@ -2,7 +2,7 @@
 # Real NVIDIA Triton Inference Server 2.51.0 for Sluice, CPU only: the
 # tritonserver binary bundled in the nvidia-pytriton 0.7.0 wheel, installed
 # into a Python venv. Used by `make run`, `make test-triton` (the tests'
-# fixture) and scripts/perf_triton.sh.
+# fixture) and bench/perf_triton.sh.
 #
 #   scripts/triton.sh [OPTIONS]                 start in the background, wait until ready, print
 #                                               TRITON_* shell variables on stdout (eval-able)
@@ -140,9 +140,9 @@ Inference from Python ($py):
   scores = c.infer("ensemble_imagenet", [x]).as_numpy("SCORES")    # float32 [1, 1000]
 
 perf_analyzer over gRPC with real JPEGs (concurrency 1, 2, 4, 8; Markdown table):
-  scripts/perf_triton.sh --work-dir $TRITON_WORK_DIR
+  bench/perf_triton.sh --work-dir $TRITON_WORK_DIR
 or by hand:
-  $TRITON_VENV/bin/python scripts/perf_data.py -o /tmp/jpegs.json
+  build/sluice perf-data --corpus ../shared/corpus -o /tmp/jpegs.json jpeg/derived jpeg/native
   $TRITON_PERF_ANALYZER -m preprocess_imagenet -i grpc -u $h:$gp --input-data /tmp/jpegs.json --concurrency-range 4
 
 Stop it: scripts/triton.sh --stop --work-dir $TRITON_WORK_DIR (make stop), or Ctrl-C under make run.

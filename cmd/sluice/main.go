@@ -23,7 +23,7 @@ commands:
   ops [--markdown]                  list operators and their arguments
   infer --model M [--url ADDR] [--protocol grpc|http] IMAGE...
                                     send each image to a Triton server, print its outputs
-  perf-data --corpus DIR -o FILE [SUBDIR...]
+  perf-data --corpus DIR -o FILE [--pad|--bytes] [SUBDIR...]
                                     write perf_analyzer input data (JSON) from the images
 
 Run "sluice COMMAND -h" for a command's flags.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,16 +32,25 @@ type perfData struct {
 }
 
 // cmdPerfData writes perf_analyzer input data from the images of a corpus:
-// every .jpg, .jpeg and .png file under DIR (recursively), or under the
-// given subfolders of DIR. Files that Sluice cannot decode (the corpus's
-// broken/ folder) are left out, each named on stderr, so that every
-// request of a perf run succeeds.
+// every file with one of the --ext endings under DIR (recursively), or
+// under the given subfolders of DIR. Files that Sluice cannot decode (the
+// corpus's broken/ folder) are left out, each named on stderr, so that
+// every request of a perf run succeeds.
+//
+// With -b B > 1 perf_analyzer makes a [B, N] tensor of B consecutive
+// entries, which must all have the same shape: --pad zero-pads every image
+// to the largest one's size (Sluice's decoders ignore the zeros). --bytes
+// writes entries for a TYPE_STRING [1] input instead, one BYTES element per
+// image, so that images of any sizes batch without padding.
 func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("perf-data", flag.ContinueOnError)
 	corpus := fset.String("corpus", "", "image folder, walked recursively (required)")
 	out := fset.String("o", "", "JSON file to write (required)")
 	maxN := fset.Int("max", 0, "at most N images, spread evenly over the sorted list (0: all)")
 	input := fset.String("input", "IMAGE", "the model's input name")
+	exts := fset.String("ext", ".jpg,.jpeg,.png", "file name endings, comma-separated (any case)")
+	pad := fset.Bool("pad", false, "zero-pad every image to the largest's size (for perf_analyzer -b > 1)")
+	asBytes := fset.Bool("bytes", false, "entries for a TYPE_STRING [1] input (BYTES elements)")
 	pos, err := parse(fset, args, stderr)
 	if err != nil {
 		return err
@@ -57,12 +67,35 @@ func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 	if *input == "" {
 		return fmt.Errorf("--input must not be empty")
 	}
+	if *pad && *asBytes {
+		return fmt.Errorf("--pad and --bytes exclude each other (BYTES elements batch at any size)")
+	}
+	endings := map[string]bool{}
+	var names []string
+	for _, e := range strings.Split(*exts, ",") {
+		e = strings.ToLower(strings.TrimSpace(e))
+		if e == "" {
+			continue
+		}
+		if !strings.HasPrefix(e, ".") {
+			e = "." + e
+		}
+		if !endings[e] {
+			endings[e] = true
+			names = append(names, e)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("--ext names no file ending")
+	}
 	roots := []string{*corpus}
+	from := *corpus // what the summary says the images came from
 	if len(pos) > 0 {
 		roots = roots[:0]
 		for _, sub := range pos {
 			roots = append(roots, filepath.Join(*corpus, sub))
 		}
+		from = strings.Join(pos, ", ")
 	}
 	var files []string
 	for _, root := range roots {
@@ -75,11 +108,8 @@ func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			switch strings.ToLower(filepath.Ext(p)) {
-			case ".jpg", ".jpeg", ".png":
-				if d.Type().IsRegular() {
-					files = append(files, p)
-				}
+			if endings[strings.ToLower(filepath.Ext(p))] && d.Type().IsRegular() {
+				files = append(files, p)
 			}
 			return nil
 		})
@@ -90,8 +120,8 @@ func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 	sort.Strings(files)
 	files = dedup(files)
 
-	var data perfData
-	total, skipped := 0, 0
+	var blobs [][]byte
+	skipped := 0
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -102,25 +132,43 @@ func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "sluice perf-data: skipping %s: %s\n", p, oneLine(err.Error()))
 			continue
 		}
-		var e perfEntry
-		e.Content.B64 = base64.StdEncoding.EncodeToString(b)
-		e.Shape = []int{len(b)}
-		data.Data = append(data.Data, map[string]perfEntry{*input: e})
-		total += len(b)
+		blobs = append(blobs, b)
 	}
-	if len(data.Data) == 0 {
-		return fmt.Errorf("no decodable .jpg, .jpeg or .png files under %s", strings.Join(roots, ", "))
+	if len(blobs) == 0 {
+		return fmt.Errorf("no decodable %s files under %s", strings.Join(names, ", "), strings.Join(roots, ", "))
 	}
-	if *maxN > 0 && len(data.Data) > *maxN {
+	if *maxN > 0 && len(blobs) > *maxN {
 		// An even spread over the sorted list keeps the corpus's mix of
 		// folders and sizes rather than the first N of one folder.
-		picked := make([]map[string]perfEntry, *maxN)
-		total = 0
+		picked := make([][]byte, *maxN)
 		for i := range picked {
-			picked[i] = data.Data[i*len(data.Data) / *maxN]
-			total += picked[i][*input].Shape[0]
+			picked[i] = blobs[i*len(blobs) / *maxN]
 		}
-		data.Data = picked
+		blobs = picked
+	}
+	total, width := 0, 0
+	for _, b := range blobs {
+		total += len(b)
+		width = max(width, len(b))
+	}
+
+	var data perfData
+	for _, b := range blobs {
+		var e perfEntry
+		switch {
+		case *pad:
+			b = append(b[:len(b):len(b)], make([]byte, width-len(b))...)
+			e.Shape = []int{width}
+		case *asBytes:
+			// One BYTES element as perf_analyzer sends it: a 4-byte
+			// little-endian length, then the bytes.
+			b = append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...)
+			e.Shape = []int{1}
+		default:
+			e.Shape = []int{len(b)} // a UINT8 [-1] input: the shape without the batch dimension
+		}
+		e.Content.B64 = base64.StdEncoding.EncodeToString(b)
+		data.Data = append(data.Data, map[string]perfEntry{*input: e})
 	}
 	if dir := filepath.Dir(*out); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -143,9 +191,18 @@ func cmdPerfData(args []string, stdout, stderr io.Writer) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	n := len(data.Data)
-	fmt.Fprintf(stdout, "%d images (mean %.1f kB, %d skipped) from %s -> %s\n",
-		n, float64(total)/float64(n)/1000, skipped, strings.Join(roots, ", "), *out)
+	// One line, which scripts quote as the data's description up to " -> ".
+	note := fmt.Sprintf("%d images, mean %.1f kB, from %s", len(blobs), float64(total)/float64(len(blobs))/1000, from)
+	if *pad {
+		note += fmt.Sprintf(", zero-padded to %.1f kB", float64(width)/1000)
+	}
+	if *asBytes {
+		note += ", as BYTES elements"
+	}
+	if skipped > 0 {
+		note += fmt.Sprintf(", %d skipped (not decodable)", skipped)
+	}
+	fmt.Fprintf(stdout, "%s -> %s\n", note, *out)
 	return nil
 }
 

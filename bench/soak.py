@@ -7,8 +7,8 @@ server on 127.0.0.1 (nowhere else), one it started itself (--start: this
 checkout's scripts/triton.sh, .venv-triton, build/backends) or one already
 running (--url, with --pid or a single tritonserver process to watch).
 
-  scripts/soak.py --start --minutes 10 --concurrency 64
-  scripts/soak.py --url 127.0.0.1:8001 --model preprocess_gpu --pid 1234 --gpu \\
+  python3 -m bench.soak --start --minutes 10 --concurrency 64
+  python3 -m bench.soak --url 127.0.0.1:8001 --model preprocess_gpu --pid 1234 --gpu \\
       --good DIR --broken DIR --minutes 5
 
 What it checks: every good image's outputs equal, byte for byte, those of
@@ -45,14 +45,17 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from bench import common
+from bench.common import rss_mb
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".pbm", ".pgm", ".ppm", ".pnm", ".tif", ".tiff", ".jp2",
                   ".j2k", ".avif")
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python3 -m bench.soak", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="gRPC host:port of a running tritonserver (127.0.0.1 only)")
     ap.add_argument("--start", action="store_true", help="start tritonserver here with scripts/triton.sh")
     ap.add_argument("--model", default="preprocess_imagenet")
@@ -61,7 +64,7 @@ def parse_args():
     ap.add_argument("--max-requests", type=int, default=1_000_000)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--broken-share", type=float, default=0.2, help="share of requests carrying a broken image")
-    ap.add_argument("--corpus", default=os.environ.get("SLUICE_CORPUS", str(ROOT.parent / "shared" / "corpus")))
+    ap.add_argument("--corpus", default=str(common.CORPUS))
     ap.add_argument("--good", action="append", help="folder of valid images (default: corpus/jpeg, corpus/png)")
     ap.add_argument("--broken", help="folder of broken images (default: corpus/broken)")
     ap.add_argument("--interval", type=float, default=5, help="seconds between memory samples")
@@ -89,7 +92,7 @@ class Started:
 
     def __init__(self, model):
         self.work = tempfile.mkdtemp(prefix="soak-")
-        self.script = str(ROOT / "scripts" / "triton.sh")
+        self.script = str(common.ROOT / "scripts" / "triton.sh")
         cmd = ["bash", self.script, "--work-dir", self.work, "--explicit", "--load-model", model]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
         if proc.returncode != 0:
@@ -115,17 +118,6 @@ def find_server_pid():
     if len(pids) != 1:
         sys.exit(f"{len(pids)} tritonserver processes here ({pids}): name one with --pid")
     return pids[0]
-
-
-def rss_mb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 def gpu_mb(pid):
@@ -218,7 +210,7 @@ class Soak:
         self.cases = cases
         meta = client.get_model_metadata(args.model, as_json=True)
         if len(meta["inputs"]) != 1:
-            sys.exit(f"{args.model} has {len(meta['inputs'])} inputs: soak.py sends one encoded image")
+            sys.exit(f"{args.model} has {len(meta['inputs'])} inputs: bench.soak sends one encoded image")
         self.input = meta["inputs"][0]
         self.outputs = [o["name"] for o in meta["outputs"]]
         for c in cases:
@@ -392,13 +384,14 @@ def main():
         if started:
             started.stop()
 
-    lat = sorted(s.latency)
+    lat = s.latency
+    p50, p99 = common.percentiles(lat) if lat else (None, None)
     summary = {
         "url": url, "model": a.model, "pid": pid, "minutes": round(s.elapsed / 60, 2), "concurrency": a.concurrency,
         "requests": s.sent, "answered": len(lat), "per_s": round(len(lat) / s.elapsed, 1),
         **dict(s.counts),
-        "p50_ms": round(lat[len(lat) // 2] * 1000, 1) if lat else None,
-        "p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 1) if lat else None,
+        "p50_ms": round(p50, 1) if lat else None,
+        "p99_ms": round(p99, 1) if lat else None,
         "rss_mib": memory_stats(s.samples, 1, s.elapsed),
         "gpu_process_mib": memory_stats(s.samples, 2, s.elapsed) if a.gpu else None,
         "gpu_used_mib": memory_stats(s.samples, 3, s.elapsed) if a.gpu else None,

@@ -2,7 +2,7 @@
 # perf_analyzer over gRPC (and HTTP) against Sluice models served by a real
 # Triton, with real JPEGs, and a Markdown table of the results (for docs/perf.md).
 #
-#   scripts/perf_triton.sh [OPTIONS]
+#   bench/perf_triton.sh [OPTIONS]
 #
 #   --work-dir DIR      use the server scripts/triton.sh started there (e.g. build/triton after
 #                       `make run-bg`); without it, a server is started on free ports for the run
@@ -12,8 +12,8 @@
 #   --protocols "P.."   grpc and/or http (grpc)
 #   --batch "B.."       images per request, perf_analyzer -b (1). With B > 1 the requests are
 #                       [B, N] UINT8 tensors, so the B images of a request must have the same
-#                       byte size: the input data then holds each photo B times (perf_data.py
-#                       --repeat), and B copies of one photo make a request
+#                       byte size: the input data then holds every photo zero-padded to the
+#                       largest's size (sluice perf-data --pad)
 #   --quick             a short sweep: concurrency 1 and 4, 2000 ms windows
 #   --window-ms N       perf_analyzer measurement window (5000)
 #   --stability N       perf_analyzer --stability-percentage (10); a level that does not settle
@@ -21,8 +21,9 @@
 #   --dirs "D.."        corpus folders the images come from (jpeg/derived jpeg/native)
 #   --out DIR           CSVs, logs, the input data and perf.md (build/perf)
 #   --venv DIR          tritonserver/tritonclient venv (.venv-triton)
+#   --sluice FILE       the sluice CLI, which writes the input data (build/sluice; $SLUICE_BIN)
 #
-# Needs `make backend` (the server loads build/backends/sluice) and the photo
+# Needs `make backend build` (the server loads build/backends/sluice) and the photo
 # corpus ($SLUICE_CORPUS, default ../shared/corpus). The table goes to stdout
 # and to <out>/perf.md; perf_analyzer's own output to
 # <out>/<model>.<protocol>.b<B>.c<N>.log. Each added protocol or batch size
@@ -41,6 +42,8 @@ STABILITY=10
 DIRS="jpeg/derived jpeg/native"
 OUT=$REPO/build/perf
 VENV=${TRITON_VENV:-$REPO/.venv-triton}
+SLUICE=${SLUICE_BIN:-$REPO/build/sluice}
+CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
 log() { echo "perf_triton.sh: $*" >&2; }
 die() { echo "perf_triton.sh: ERROR: $*" >&2; exit 1; }
@@ -58,12 +61,14 @@ while [ $# -gt 0 ]; do
     --dirs) DIRS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --venv) VENV=$2; shift 2 ;;
+    --sluice) SLUICE=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+[ -x "$SLUICE" ] || die "no sluice CLI at $SLUICE: make build"
 
 # ---------------------------------------------------------------- the server
 if [ -n "$WORK_DIR" ]; then
@@ -95,12 +100,12 @@ url_of() { if [ "$1" = grpc ]; then echo "$TRITON_HOST:$TRITON_GRPC_PORT"; else 
 # ---------------------------------------------------------------- input data
 # jpegs.json: the files as they are (-b 1). jpegs_padded.json, for -b > 1:
 # every file zero-padded to the largest's size, because perf_analyzer batches
-# only entries of one shape (perf_data.py --pad says why).
+# only entries of one shape (cmd/sluice/perfdata.go says why).
 make_data() { # make_data FILE [--pad]: writes FILE, sets DATA_NOTE
   # shellcheck disable=SC2086
-  "$PY" "$REPO/scripts/perf_data.py" -o "$1" --dirs $DIRS "${@:2}" 2> "$OUT/perf_data.log" ||
-    { cat "$OUT/perf_data.log" >&2; die "perf_data.py failed"; }
-  DATA_NOTE=$(sed 's/^perf_data.py: //; s/ -> .*//' "$OUT/perf_data.log")
+  "$SLUICE" perf-data --corpus "$CORPUS" -o "$1" --ext .jpg,.jpeg "${@:2}" $DIRS > "$OUT/perf_data.log" 2>&1 ||
+    { cat "$OUT/perf_data.log" >&2; die "sluice perf-data failed"; }
+  DATA_NOTE=$(grep ' -> ' "$OUT/perf_data.log" | sed 's/ -> .*//')
   log "input data: $DATA_NOTE"
 }
 DATA=$OUT/jpegs.json DATA_PADDED=$OUT/jpegs_padded.json

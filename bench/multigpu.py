@@ -4,16 +4,16 @@ host, beside nvImageCodec (the decoder inside DALI 2.x) doing the same on each
 GPU in the same run. Prints a Markdown table and writes it (--md-out) and JSON
 (--json-out).
 
-    python3 scripts/bench_multigpu.py --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
+    python3 -m bench.multigpu --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
         --gpus 0,1 --batches 64,256 --seconds 4 --md-out multigpu.md --json-out multigpu.json
 
-Files: the whole mix of bench_gpu.py (corpus/jpeg/derived + jpeg/native), and
+Files: the whole mix of bench.gpu (corpus/jpeg/derived + jpeg/native), and
 its larger photos with --kinds.
 
 - Sluice: `sluice bench --gpu 0` (one GPU), then `sluice bench --gpu 0,1` (one
   process, --instances executors on each GPU, as a Triton instance group with
   gpus: [0, 1]).
-- nvImageCodec: bench_gpu.py's contender ("nvimgcodec": decode with every
+- nvImageCodec: bench.gpu's contender ("nvimgcodec": decode with every
   backend and core, then torch resize/crop/normalize; "nvimgcodec-decode":
   the decode alone), one process per GPU, all started together and timed over
   the same seconds; the sum is the host's rate. Each process sizes its CPU
@@ -21,42 +21,40 @@ its larger photos with --kinds.
 """
 
 import argparse
-import datetime
 import json
 import multiprocessing as mp
 import os
 import pathlib
-import shlex
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import bench_gpu  # noqa: E402  (the contenders and the timing loop)
+from bench import common
+from bench.gpu import NvImgCodec
 
 PEERS = {"nvimgcodec": "full", "nvimgcodec-decode": "decode"}
 
 
-def peer_worker(gpu, mode, files, batch, seconds, barrier, q):
+def peer_worker(name, gpu, mode, files, batch, seconds, barrier, q):
     try:
-        peer = bench_gpu.NvImgCodec(gpu, mode)
-        datas = [pathlib.Path(f).read_bytes() for f in files]
-        peer.run(next(bench_gpu.batches_of(datas, batch)))  # warm-up
+        peer = NvImgCodec(name, gpu, mode, seconds)
+        peer.setup()
+        peer.prepare(None, [pathlib.Path(f).read_bytes() for f in files], [batch])  # warm-up
         barrier.wait(timeout=300)
-        q.put((gpu, bench_gpu.timed(peer.run, bench_gpu.batches_of(datas, batch), seconds)))
+        q.put((gpu, peer.measure(batch)))
     except Exception as e:  # a cell of the table, not a crash
         try:
             barrier.abort()
         except Exception:
             pass
-        q.put((gpu, {"error": f"{type(e).__name__}: {bench_gpu.short_error(e)}"}))
+        q.put((gpu, common.error_of(e)))
 
 
-def bench_peer(mode, gpus, files, batch, seconds):
+def bench_peer(name, mode, gpus, files, batch, seconds):
     """One process per GPU, timed together; their summed images/s."""
     ctx = mp.get_context("spawn")  # CUDA does not survive fork
     barrier, q = ctx.Barrier(len(gpus)), ctx.Queue()
-    procs = [ctx.Process(target=peer_worker, args=(g, mode, files, batch, seconds, barrier, q)) for g in gpus]
+    procs = [ctx.Process(target=peer_worker, args=(name, g, mode, files, batch, seconds, barrier, q)) for g in gpus]
     for p in procs:
         p.start()
     res = dict(q.get(timeout=seconds + 600) for _ in procs)
@@ -80,7 +78,7 @@ def cell(r):
     if r is None:
         return "–"
     if "error" in r:
-        return "FAILED: " + r["error"].replace("|", "\\|")[:200]
+        return common.md_failed(r["error"])[:200]
     s = f"{r['images_per_sec']:,.0f}"
     by_gpu = r.get("images_per_sec_by_gpu", {})  # sluice bench's key, and bench_peer's
     if len(by_gpu) > 1:
@@ -89,10 +87,10 @@ def cell(r):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sluice", default=str(bench_gpu.ROOT / "build/sluice"))
-    ap.add_argument("--corpus", default=str(bench_gpu.ROOT.parent / "shared/corpus"))
-    ap.add_argument("--pipeline", default="model_repository/preprocess_imagenet/1/pipeline.pbtxt")
+    ap = argparse.ArgumentParser(prog="python3 -m bench.multigpu")
+    ap.add_argument("--sluice", default=str(common.SLUICE))
+    ap.add_argument("--corpus", default=str(common.CORPUS))
+    ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
     ap.add_argument("--gpus", default="0,1", help="comma-separated device ordinals; the first is the one-GPU run")
     ap.add_argument("--batches", default="64,256")
     ap.add_argument("--seconds", type=float, default=4)
@@ -106,34 +104,29 @@ def main():
     gpus = [int(g) for g in args.gpus.split(",")]
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     corpus = pathlib.Path(args.corpus)
-    kinds = {
-        "whole mix": sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g")),
-        "larger photos": [p for d in ("jpeg/large", "jpeg/exif") for p in sorted((corpus / d).glob("*.jp*g"))
-                          if max(bench_gpu.size_of(p)) >= 1000],
-    }
+    kinds = {"whole mix": common.mix_files(corpus), "larger photos": common.larger_photos(corpus)}
     sets = [[gpus[0]], gpus] if len(gpus) > 1 else [gpus]
-    command = shlex.join(["python3", *sys.argv])
-    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "gpus": gpus, "gpu": bench_gpu.gpu_info(), "cpus": os.cpu_count(), "command": command,
+    command = common.command_line()
+    info = {"date": common.utc_now(),
+            "gpus": gpus, "gpu": common.gpu_info(), "cpus": os.cpu_count(), "command": command,
             "seconds": args.seconds, "instances_per_gpu": args.instances}
     rows = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sluice-mgpu-") as tmp:
         for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
             files = kinds[kind]
-            kdir = pathlib.Path(tmp) / kind.replace(" ", "_")
-            kdir.mkdir()
-            for p in files:
-                (kdir / f"{p.parent.name}_{p.name}").symlink_to(p.resolve())
+            kdir = common.link_dir(tmp, kind, files)
             for b in [int(x) for x in args.batches.split(",")]:
                 row = {"kind": kind, "files": len(files), "batch": b}
                 for gs in sets:
                     key = ",".join(map(str, gs))
                     if "sluice" in only:
-                        row[f"sluice@{key}"] = bench_gpu.bench_sluice(args, kdir, b, key)
+                        row[f"sluice@{key}"] = common.sluice_bench(args.sluice, args.pipeline, [kdir], b, args.seconds,
+                                                                   gpus=key, workers=args.workers,
+                                                                   instances=args.instances)
                     for name, mode in PEERS.items():
                         if name in only:
-                            row[f"{name}@{key}"] = bench_peer(mode, gs, [str(p) for p in files], b, args.seconds)
+                            row[f"{name}@{key}"] = bench_peer(name, mode, gs, [str(p) for p in files], b, args.seconds)
                 rows.append(row)
                 print(f"# {kind} batch {b}: " + "  ".join(f"{k} {cell(v)}" for k, v in row.items()
                                                           if "@" in k), file=sys.stderr, flush=True)
@@ -151,15 +144,15 @@ def main():
           "",
           f"Command: `{command}`",
           "",
-          "| kind (files) | batch | " + " | ".join(
-              f"{c} GPU {one} img/s | {c} GPUs {many} img/s | scaling" for c in contenders) + " |",
-          "|---|---|" + "---|---|---|" * len(contenders)]
+          common.md_row(["kind (files)", "batch",
+                         *(f"{c} GPU {one} img/s | {c} GPUs {many} img/s | scaling" for c in contenders)]),
+          common.md_rule(2 + 3 * len(contenders))]
     for r in rows:
         cells = []
         for c in contenders:
             a, b = r.get(f"{c}@{one}"), r.get(f"{c}@{many}")
             cells += [cell(a), cell(b) if many != one else "–", scaling(b, a) if many != one else "–"]
-        md.append(f"| {r['kind']} ({r['files']}) | {r['batch']} | " + " | ".join(cells) + " |")
+        md.append(common.md_row([f"{r['kind']} ({r['files']})", str(r["batch"]), *cells]))
     text = "\n".join(md) + "\n"
     print(text)
     if args.md_out:

@@ -2,7 +2,7 @@
 """Fairness under hostile load: how long a normal request waits while other
 clients send expensive images to the same model.
 
-  scripts/fairness.py --url 127.0.0.1:8001 --model preprocess_imagenet \\
+  python3 -m bench.fairness --url 127.0.0.1:8001 --model preprocess_imagenet \\
       --good photo.jpg --hostile bomb.jp2 --copies 16 --clients 32 --seconds 60 [--pid PID]
 
 CLIENTS threads each send, back to back over gRPC, one request of COPIES
@@ -23,13 +23,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from bench.common import rss_mb
 
 
 def request(data, copies):
@@ -40,7 +34,8 @@ def request(data, copies):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python3 -m bench.fairness", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True, help="gRPC address, on this machine")
     ap.add_argument("--model", default="preprocess_imagenet")
     ap.add_argument("--good", required=True)
@@ -96,7 +91,7 @@ def main():
 
     def sampler():
         while time.monotonic() < stop:
-            peak[0] = max(peak[0], rss_mb(a.pid))
+            peak[0] = max(peak[0], rss_mb(a.pid) or 0.0)  # None: the server is gone
             time.sleep(0.5)
 
     threads = [threading.Thread(target=attacker) for _ in range(a.clients)] + [threading.Thread(target=prober)]
@@ -125,7 +120,7 @@ def main():
     }
     if a.pid:
         out["rss_peak_mb"] = round(peak[0])
-        out["rss_end_mb"] = round(rss_mb(a.pid))
+        out["rss_end_mb"] = round(rss_mb(a.pid) or 0.0)
     print(json.dumps(out, indent=2))
 
 

@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""Sluice's GPU ImageNet pipeline side by side with torchvision on the GPU and
+OpenCV on all cores, on the same photos in one run, per kind of JPEG and batch
+size. Prints a Markdown table and writes it (--md-out) and JSON (--json-out).
+
+    python3 -m bench.gpu --sluice .bench/gpu/sluice --corpus .bench/gpu/corpus \\
+        --batches 16,64,256 --seconds 3 --gpu 0 --json-out bench.json --md-out bench.md
+
+The photos are corpus/jpeg/derived and corpus/jpeg/native, split by Pillow into
+baseline colour, grayscale and progressive JPEGs, plus all of them together, and
+the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
+
+- Sluice: `sluice bench --gpu N`, one process per kind and batch size (its own
+  warm-up pass over every image first).
+- torchvision, as a user would write it: torchvision.io.decode_jpeg on a list of
+  encoded tensors with device='cuda', then per image resize(256, antialias) and
+  center_crop(224) on the uint8 tensor, stack, /255, normalize; synchronized per batch.
+- sluice-x2: the same with --instances 2 (two executors sharing the GPU's
+  decoders, as a Triton instance count of 2).
+- DALI 2.4, as its docs write an inference pipeline: fn.external_source (the
+  encoded bytes in host memory, cycled as sluice bench fills its batches) ->
+  fn.decoders.image(device="mixed", output_type=RGB, hw_decoder_load=0.65 (its
+  default) or 0.9) -> fn.resize(resize_shorter=256, linear, antialias) ->
+  fn.crop_mirror_normalize(crop 224, ImageNet mean/std x255, FLOAT, CHW);
+  num_threads os.cpu_count(), prefetch_queue_depth 2, 10 warm-up iterations,
+  the device synchronised after the measured iterations.
+- OpenCV: bench.cpu's opencv_one over a thread pool of os.cpu_count() threads,
+  one batch at a time.
+
+Latency is per batch (p50/p99, the same percentile definition as sluice bench).
+torch is imported only when torchvision runs, so --only sluice,opencv works
+without it; --gpu -1 runs Sluice's CPU executor (for dry runs on a machine
+with no GPU).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+from bench import common
+from bench.common import batches_of, timed
+
+KINDS = ["baseline colour", "grayscale", "progressive", "whole mix", "larger photos"]
+
+
+class Contender:
+    """One column group of the table. setup() once: heavy imports, the device
+    (a failure fills every cell of the contender); prepare(kdir, datas,
+    batch_sizes) once per kind of files: warm-up (a failure fills that kind's
+    cells); measure(batch) per batch size: a result in sluice bench --json's
+    keys, or {"error": ...}."""
+
+    full_pipeline = False  # a peer Sluice's ratio is taken against (the best of them)
+    ours = False  # a Sluice run, the ratio's other side
+    uses_torch = False
+
+    def __init__(self, name):
+        self.name = name
+
+    def setup(self):
+        pass
+
+    def prepare(self, kdir, datas, batch_sizes):
+        pass
+
+    def measure(self, batch):
+        raise NotImplementedError
+
+
+class Sluice(Contender):
+    """`sluice bench` in a process of its own (its own warm-up pass over every image first)."""
+
+    ours = True
+
+    def __init__(self, name, args, instances):
+        super().__init__(name)
+        self.args, self.instances = args, instances
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kdir = kdir
+
+    def measure(self, batch):
+        a = self.args
+        return common.sluice_bench(a.sluice, a.pipeline, [self.kdir], batch, a.seconds,
+                                   gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
+                                   instances=self.instances, hw_share=a.hw_share)
+
+
+class InProcess(Contender):
+    """A contender timed here, batch by batch: run(batch) on items of the
+    kind's encoded images; warm-up once per kind, every batch size once
+    (nvJPEG and the caching allocator size their buffers per batch)."""
+
+    def __init__(self, name, seconds):
+        super().__init__(name)
+        self.seconds = seconds
+
+    def items(self, datas):
+        return list(datas)
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kind_items = self.items(datas)
+        for b in batch_sizes:
+            self.run(next(batches_of(self.kind_items, b)))
+
+    def run(self, batch):
+        raise NotImplementedError
+
+    def measure(self, batch):
+        return timed(self.run, batches_of(self.kind_items, batch), self.seconds)
+
+
+class TorchVision(InProcess):
+    full_pipeline = True
+    uses_torch = True
+
+    def __init__(self, name, gpu, seconds):
+        super().__init__(name, seconds)
+        self.gpu = gpu
+
+    def setup(self):
+        import torch
+        import torchvision
+        from torchvision.io import ImageReadMode, decode_jpeg
+        from torchvision.transforms.v2 import functional as F
+
+        self.torch, self.F = torch, F
+        self.decode, self.mode = decode_jpeg, ImageReadMode.RGB
+        self.device = torch.device("cuda", self.gpu)
+        torch.cuda.set_device(self.device)
+        self.versions = {"torch": torch.__version__, "torchvision": torchvision.__version__}
+
+    def items(self, datas):
+        return [self.torch.frombuffer(bytearray(b), dtype=self.torch.uint8) for b in datas]
+
+    def run(self, batch):
+        F = self.F
+        imgs = self.decode(batch, device=self.device, mode=self.mode)
+        out = [F.center_crop(F.resize(im, [256], antialias=True), [224, 224]) for im in imgs]
+        x = self.torch.stack(out).float() / 255
+        x = F.normalize(x, common.MEAN, common.STD)
+        self.torch.cuda.synchronize(self.device)
+        return x
+
+
+class NvImgCodec(InProcess):
+    """nvImageCodec (the decoder inside DALI 2.x). "full": decode with its default
+    backends (hardware engines, CUDA, CPU) and every core, then the same torch
+    resize/crop/normalize as the torchvision contender; "decode": the decode
+    alone; "hw": the decode alone on the hardware engines only, the engines'
+    ceiling on these files."""
+
+    uses_torch = True
+
+    def __init__(self, name, gpu, mode, seconds):
+        super().__init__(name, seconds)
+        self.gpu, self.mode = gpu, mode
+        self.full_pipeline = mode == "full"
+
+    def setup(self):
+        import torch
+        from nvidia import nvimgcodec
+        from torchvision.transforms.v2 import functional as F
+
+        self.torch, self.F = torch, F
+        self.device = torch.device("cuda", self.gpu)
+        torch.cuda.set_device(self.device)
+        kw = {"device_id": self.gpu, "max_num_cpu_threads": os.cpu_count()}
+        if self.mode == "hw":
+            kw["backends"] = [nvimgcodec.Backend(nvimgcodec.BackendKind.HW_GPU_ONLY, load_hint=1.0)]
+        self.dec = nvimgcodec.Decoder(**kw)
+        self.versions = {"nvimgcodec": getattr(nvimgcodec, "__version__", "?")}
+
+    def run(self, batch):
+        torch, F = self.torch, self.F
+        imgs = self.dec.decode(batch)
+        if any(im is None for im in imgs):
+            raise RuntimeError(f"{sum(im is None for im in imgs)} of {len(imgs)} images not decoded")
+        if self.mode != "full":
+            torch.cuda.synchronize(self.device)
+            return imgs
+        out = [F.center_crop(F.resize(torch.as_tensor(im, device=self.device).permute(2, 0, 1), [256], antialias=True),
+                             [224, 224]) for im in imgs]
+        x = torch.stack(out).float() / 255
+        x = F.normalize(x, common.MEAN, common.STD)
+        torch.cuda.synchronize(self.device)
+        return x
+
+
+class Dali(Contender):
+    """DALI's pipeline (see the module's doc) at one hw_decoder_load; a pipeline
+    per kind and batch size, built when measured and dropped after."""
+
+    full_pipeline = True
+    uses_torch = True
+
+    def __init__(self, name, gpu, load, seconds):
+        super().__init__(name)
+        self.gpu, self.load, self.seconds = gpu, load, seconds
+
+    def setup(self):
+        import numpy as np
+        import torch
+        from nvidia import dali
+
+        self.np, self.torch, self.dali = np, torch, dali
+        self.versions = {"dali": dali.__version__}
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.datas = datas
+
+    def pipeline(self, batch):
+        from nvidia.dali import fn, types
+
+        np = self.np
+        items = batches_of([np.frombuffer(d, np.uint8) for d in self.datas], batch)
+        mean, std = [m * 255 for m in common.MEAN], [s * 255 for s in common.STD]
+
+        @self.dali.pipeline_def(batch_size=batch, num_threads=os.cpu_count(), device_id=self.gpu,
+                                prefetch_queue_depth=2)
+        def imagenet():
+            enc = fn.external_source(source=lambda: next(items), batch=True, dtype=types.UINT8)
+            img = fn.decoders.image(enc, device="mixed", output_type=types.RGB, hw_decoder_load=self.load)
+            img = fn.resize(img, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
+            return fn.crop_mirror_normalize(img, crop=(224, 224), mean=mean, std=std, dtype=types.FLOAT,
+                                            output_layout="CHW")
+
+        p = imagenet()
+        p.build()
+        for _ in range(10):
+            p.run()
+        return p
+
+    def measure(self, batch):
+        p = self.pipeline(batch)
+        r = timed(lambda _: p.run(), batches_of(self.datas, batch), self.seconds)
+        self.torch.cuda.synchronize(self.gpu)
+        del p
+        return r
+
+
+class OpenCV(InProcess):
+    """bench.cpu's OpenCV pipeline on a pool of os.cpu_count() threads, a batch at a time."""
+
+    full_pipeline = True
+
+    def setup(self):
+        from bench import cpu
+
+        self.pool = cpu.OpenCV(os.cpu_count())
+        self.versions = self.pool.versions
+
+    def prepare(self, kdir, datas, batch_sizes):
+        self.kind_items = list(datas)
+        self.run(datas)  # warm-up: every image once
+
+    def run(self, batch):
+        return self.pool.run(batch)
+
+
+# The contenders by name, in the order of the table's columns.
+CONTENDERS = {
+    "sluice": lambda n, a: Sluice(n, a, a.instances),
+    "sluice-x2": lambda n, a: Sluice(n, a, 2),  # two executors sharing the GPU, as a Triton instance count of 2
+    "dali-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds),
+    "dali-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds),
+    "torchvision": lambda n, a: TorchVision(n, a.gpu, a.seconds),
+    "nvimgcodec": lambda n, a: NvImgCodec(n, a.gpu, "full", a.seconds),
+    "nvimgcodec-decode": lambda n, a: NvImgCodec(n, a.gpu, "decode", a.seconds),
+    "nvimgcodec-hw": lambda n, a: NvImgCodec(n, a.gpu, "hw", a.seconds),
+    "opencv": lambda n, a: OpenCV(n, a.seconds),
+}
+# The order they are set up in, as the script always did: the torch users,
+# then DALI, then OpenCV.
+SETUP_ORDER = ["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "dali-0.65", "dali-0.9", "opencv"]
+
+
+def guard(fn, *a):
+    """fn's result; an exception as an error result."""
+    try:
+        return fn(*a)
+    except Exception as e:  # one contender's failure is a table cell, not a crash
+        return common.error_of(e)
+
+
+def versions(contenders):
+    v = {}
+    for mod in ["torch", "torchvision", "cv2", "nvidia.nvimgcodec", "nvidia.dali"]:
+        if mod in ("torch", "torchvision") and not any(c.uses_torch for c in contenders):
+            v[mod] = "not loaded"
+            continue
+        try:
+            import importlib
+
+            v[mod] = getattr(importlib.import_module(mod), "__version__", "?")
+        except Exception as e:
+            v[mod] = f"absent ({type(e).__name__})"
+    return v
+
+
+def cell_md(r):
+    """img/s, p50, p99 cells for one result."""
+    if r is None:
+        return ["–", "–", "–"]
+    if "error" in r:
+        return [common.md_failed(r["error"]), "–", "–"]
+    ips = f"{r['images_per_sec']:,.0f}"
+    if r.get("failed"):
+        ips += f" ({r['failed']} failed samples)"
+    return [ips, f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}"]
+
+
+def ratio(a, b):
+    if not a or not b or "error" in a or "error" in b or not b["images_per_sec"]:
+        return "n/a"
+    return f"{a['images_per_sec'] / b['images_per_sec']:.2f}x"
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="python3 -m bench.gpu", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sluice", default=str(common.SLUICE))
+    ap.add_argument("--corpus", default=str(common.CORPUS))
+    ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
+    ap.add_argument("--batches", default="16,64,256", help="comma-separated batch sizes")
+    ap.add_argument("--seconds", type=float, default=4, help="measured seconds per kind, batch and contender")
+    ap.add_argument("--gpu", type=int, default=0, help="device ordinal; -1: Sluice's CPU executor")
+    ap.add_argument("--workers", type=int, default=0, help="sluice bench --workers (0: its default)")
+    ap.add_argument("--instances", type=int, default=1,
+                    help="sluice bench --instances: executors at once, as a Triton instance count")
+    ap.add_argument("--hw-share", type=float, help="sluice bench --hw-share (default: Sluice's)")
+    ap.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated subset of " + ",".join(CONTENDERS))
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of: " + ", ".join(KINDS))
+    ap.add_argument("--json-out")
+    ap.add_argument("--md-out")
+    args = ap.parse_args()
+
+    only = [c.strip() for c in args.only.split(",") if c.strip()]
+    if bad := set(only) - set(CONTENDERS):
+        ap.error(f"--only: unknown {sorted(bad)}")
+    batch_sizes = [int(b) for b in args.batches.split(",")]
+    corpus = pathlib.Path(args.corpus)
+    files = common.mix_files(corpus)
+    if not files:
+        sys.exit(f"no JPEGs in {', '.join(str(corpus / d) for d in common.MIX_DIRS)}")
+    kinds = {k: [] for k in KINDS}
+    for p in files:
+        kinds[common.classify(p)].append(p)
+    kinds["whole mix"] = list(files)
+    kinds["larger photos"] = common.larger_photos(corpus)
+    data = {p: p.read_bytes() for k in kinds.values() for p in k}
+
+    command = common.command_line()
+    info = {
+        "date": common.utc_now(),
+        "gpu": common.gpu_info() if args.gpu >= 0 else "none (--gpu -1: Sluice CPU executor)",
+        "cpus": os.cpu_count(),
+        "command": command,
+        "seconds": args.seconds,
+        "kinds": {k: len(v) for k, v in kinds.items()},
+    }
+
+    contenders = [make(name, args) for name, make in CONTENDERS.items() if name in only]
+    setup_err = {}  # name: the error that fills its every cell
+    for c in sorted(contenders, key=lambda c: SETUP_ORDER.index(c.name) if c.name in SETUP_ORDER else -1):
+        if err := guard(c.setup):
+            setup_err[c.name] = err
+    info["versions"] = versions(contenders)
+
+    rows = []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
+        for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+            kfiles = kinds[kind]
+            if not kfiles:
+                rows.append({"kind": kind, "files": 0, "batch": None, "skipped": "no files"})
+                continue
+            kdir = common.link_dir(tmp, kind, kfiles)
+            datas = [data[p] for p in kfiles]
+            # e.g. a kind nvJPEG cannot decode: every row of the kind says so
+            kind_err = dict(setup_err)
+            for c in contenders:
+                if c.name not in kind_err and (err := guard(c.prepare, kdir, datas, batch_sizes)):
+                    kind_err[c.name] = err
+            for b in batch_sizes:
+                row = {"kind": kind, "files": len(kfiles), "batch": b}
+                for c in contenders:
+                    row[c.name] = kind_err.get(c.name) or guard(c.measure, b)
+                rows.append(row)
+                print(f"# {kind} batch {b}: " + "  ".join(
+                    f"{c.name} {cell_md(row[c.name])[0]}" for c in contenders), file=sys.stderr, flush=True)
+    info["wall_seconds"] = round(time.perf_counter() - t0, 1)
+
+    v = info["versions"]
+    shown = [c.name for c in contenders]
+    full = [c.name for c in contenders if c.full_pipeline]
+    ours = [c.name for c in contenders if c.ours]
+    md = [
+        f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
+        "",
+        f"{info['date']}; GPU: {info['gpu']}; {info['cpus']} CPUs; torch {v['torch']}, "
+        f"torchvision {v['torchvision']}, cv2 {v['cv2']}, nvImageCodec {v['nvidia.nvimgcodec']}, "
+        f"DALI {v['nvidia.dali']}; "
+        f"{args.seconds:g} s per cell; wall {info['wall_seconds']} s",
+        "",
+        "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
+        "",
+        "sluice-x2: two instances; dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load; "
+        "nvimgcodec: decode (default backends, all cores) + the torchvision contender's torch resize/crop/normalize; "
+        "nvimgcodec-decode: its decode alone; nvimgcodec-hw: decode alone on the hardware engines only.",
+        "",
+        f"Command: `{command}`",
+        "",
+        common.md_row(["kind (files)", "batch", *(f"{c} img/s | p50 ms | p99 ms" for c in shown),
+                       "best Sluice / best full-pipeline peer"]),
+        common.md_rule(2 + 3 * len(shown) + 1),
+    ]
+    for r in rows:
+        label = f"{r['kind']} ({r['files']})"
+        if r.get("skipped"):
+            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a"]))
+            continue
+        cells = [x for c in shown for x in cell_md(r.get(c))]
+        ok = lambda names: [r[c] for c in names if r.get(c) and "error" not in r[c]]  # noqa: E731
+        best = max(ok(full), key=lambda x: x["images_per_sec"], default=None)
+        mine = max(ok(ours), key=lambda x: x["images_per_sec"], default=None)
+        md.append(common.md_row([label, str(r["batch"]), *cells, ratio(mine, best)]))
+    text = "\n".join(md) + "\n"
+    print(text, end="", flush=True)
+    if args.md_out:
+        pathlib.Path(args.md_out).write_text(text)
+    if args.json_out:
+        info["files"] = {k: [f"{p.parent.name}/{p.name}" for p in v] for k, v in kinds.items()}
+        info["rows"] = rows
+        pathlib.Path(args.json_out).write_text(json.dumps(info, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
