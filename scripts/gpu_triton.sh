@@ -45,8 +45,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
-mb() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
-size() { du -sb "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+. "$ROOT/scripts/lib.sh"
 
 build() {
 	local dir=${1:-.bench/triton} venv=${TRITON_VENV:-$ROOT/.venv-triton} sp stage

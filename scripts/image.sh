@@ -27,8 +27,7 @@ SMOKE=1 REBUILD_BASES=()
 PHOTOS=(jpeg/derived/lom-bridge_full_512x384_b420q75.jpg)
 CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
-log() { echo "image.sh: $*" >&2; }
-die() { echo "image.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -25,8 +25,7 @@ CACHE=${IMAGE_CACHE:-/var/tmp/sluice-image}
 VENV=$REPO/.venv-triton
 REBUILD=0
 
-log() { echo "image_bases.sh: $*" >&2; }
-die() { echo "image_bases.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -42,8 +42,7 @@ DIRS="jpeg/derived jpeg/native"
 OUT=$REPO/build/perf
 VENV=${TRITON_VENV:-$REPO/.venv-triton}
 
-log() { echo "perf_triton.sh: $*" >&2; }
-die() { echo "perf_triton.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in
