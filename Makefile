@@ -134,13 +134,13 @@ chart-tools:
 	  GOBIN=$(GOBIN_DIR) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 
 chart-check: chart-tools
-	HELM=$(GOBIN_DIR)/helm KUBECONFORM=$(GOBIN_DIR)/kubeconform scripts/chart_check.sh $(CHART) $(CHART_SCHEMAS)
+	HELM=$(GOBIN_DIR)/helm KUBECONFORM=$(GOBIN_DIR)/kubeconform deploy/helm/check.sh $(CHART) $(CHART_SCHEMAS)
 
 # Regenerate deploy/helm/schemas from the Go modules that ship the sources
-# (scripts/chart_schemas.py says which); needs PyYAML.
+# (deploy/helm/schemas.py says which); needs PyYAML.
 chart-schemas:
 	mod() { $(GO) mod download -json $$1 | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'; }; \
-	  $(PYTHON) scripts/chart_schemas.py $(CHART_SCHEMAS) \
+	  $(PYTHON) deploy/helm/schemas.py $(CHART_SCHEMAS) \
 	    "$$(mod k8s.io/cli-runtime@v0.36.2)/artifacts/openapi/swagger.json" \
 	    "$$(mod github.com/prometheus-operator/prometheus-operator@v0.85.0)" \
 	    "$$(mod github.com/kedacore/keda/v2@v2.21.0)"
@@ -236,12 +236,12 @@ fuzz: test-deps pic-libs
 # local test bases (debootstrap, this machine's Go, the wheel's tritonserver:
 # no image registry needed), then smoke-tested without a container runtime:
 # the image's tritonserver must answer `sluice infer` exactly as make run's
-# server does (scripts/image.sh; docker/README.md). Root; installs buildah
+# server does (docker/image.sh; docker/README.md). Root; installs buildah
 # and debootstrap when missing; cache in /var/tmp/sluice-image (~9 GB).
 # About 13 minutes cold on 2 cores; warm, 15 s unchanged, ~5 min after a
 # source change (the image rebuilds the backend without a Go build cache).
 image-check: backend build triton
-	scripts/image.sh
+	docker/image.sh
 
 # Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
 # v1.36.11, protoc-gen-go-grpc v1.6.2): the pipeline schema, and the gRPC
