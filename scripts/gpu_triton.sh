@@ -177,6 +177,23 @@ EOF
 }
 
 # ---------------------------------------------------------------- run (GPU machine)
+# The model repository: preprocess_* from the shipped model
+# (model_repository/preprocess_imagenet) with the variables below set;
+# consumer_* and ensemble_* from the templates in tests/gpu_triton/models,
+# their @NAME@ fields filled in.
+MODELS=$ROOT/tests/gpu_triton/models
+
+# fill TEMPLATE KEY=VALUE...: the template with each @KEY@ replaced; fails
+# on a field left unfilled.
+fill() {
+	local text kv
+	text=$(<"$1") || return 1
+	shift
+	for kv in "$@"; do text=${text//@${kv%%=*}@/${kv#*=}}; done
+	if [[ $text =~ @[A-Z_]+@ ]]; then echo "fill: ${BASH_REMATCH[0]} left unfilled" >&2; return 1; fi
+	printf '%s\n' "$text"
+}
+
 write_models() {
 	local m=$1 pre=$ROOT/model_repository/preprocess_imagenet mb=${GT_MAX_BATCH:-256}
 	rm -rf "$m" && mkdir -p "$m" || return 1
@@ -188,13 +205,16 @@ write_models() {
 	done
 	pref=${pref%,}
 	local batching="dynamic_batching { preferred_batch_size: [$pref ] max_queue_delay_microseconds: 2000 }"
-	local kind k name ig form sfx
+	local kind k name form sfx
 	local gpus=${GT_GPUS:-0}
 	gpus=${gpus//,/, }
+	# An instance group of count $2; KIND_GPU ones on every GPU of GT_GPUS.
+	group() {
+		if [ "$1" = GPU ]; then echo "{ kind: KIND_GPU, count: $2, gpus: [ $gpus ] }"; else echo "{ kind: KIND_CPU, count: $2 }"; fi
+	}
 	for kind in GPU CPU; do
 		k=${kind,,}
-		ig="instance_group [ { kind: KIND_CPU, count: 1 } ]"
-		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: ${GT_INSTANCES:-1}, gpus: [ $gpus ] } ]"
+		local ig="instance_group [ $(group $kind "$([ $kind = GPU ] && echo "${GT_INSTANCES:-1}" || echo 1)") ]"
 		# Two input forms: UINT8 [-1] (the shipped model's; a batch of a request is zero-padded
 		# to one length) and TYPE_STRING [1] (BYTES elements, any sizes, no padding).
 		for form in uint8 bytes; do
@@ -213,92 +233,17 @@ write_models() {
 				grep -q "$want" "$m/$name/config.pbtxt" || { echo "could not set '$want' in $name" >&2; return 1; }
 			done
 
-			name=ensemble_$k$sfx
-			mkdir -p "$m/$name/1"
-			cat >"$m/$name/config.pbtxt" <<EOF
-name: "$name"
-platform: "ensemble"
-max_batch_size: $mb
-input [ $([ $form = bytes ] && echo '{ name: "IMAGE", data_type: TYPE_STRING, dims: [ 1 ] }' ||
-				echo '{ name: "IMAGE", data_type: TYPE_UINT8, dims: [ -1 ] }') ]
-output [
-  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
-  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
-]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "preprocess_$k$sfx", model_version: -1
-      input_map { key: "IMAGE", value: "IMAGE" }
-      output_map { key: "PIXELS", value: "pixels" }
-    },
-    {
-      model_name: "consumer_$k", model_version: -1
-      input_map { key: "PIXELS", value: "pixels" }
-      output_map { key: "MEAN", value: "MEAN" }
-      output_map { key: "ON_GPU", value: "ON_GPU" }
-    }
-  ]
-}
-EOF
+			mkdir -p "$m/ensemble_$k$sfx/1"
+			fill "$MODELS/ensemble/config.pbtxt" NAME="ensemble_$k$sfx" MAX_BATCH="$mb" \
+				IMAGE_TYPE="$([ $form = bytes ] && echo TYPE_STRING || echo TYPE_UINT8)" \
+				IMAGE_DIMS="$([ $form = bytes ] && echo 1 || echo -1)" \
+				PREPROCESS="$name" CONSUMER="consumer_$k" >"$m/ensemble_$k$sfx/config.pbtxt" || return 1
 		done
 
 		name=consumer_$k
-		mkdir -p "$m/$name/1"
-		cat >"$m/$name/config.pbtxt" <<EOF
-name: "$name"
-backend: "python"
-max_batch_size: $mb
-input [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
-output [
-  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
-  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
-]
-instance_group [ { kind: KIND_$kind, count: ${GT_CONSUMERS:-1}$([ $kind = GPU ] && echo ", gpus: [ $gpus ]") } ]
-parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS", value: { string_value: "no" } }
-EOF
-		cat >"$m/$name/1/model.py" <<'EOF'
-# Reads PIXELS where Triton left it (GPU tensors through DLPack when it can)
-# and returns each image's mean, and whether the tensor arrived on the GPU.
-# On the GPU it costs one float32 reduction over the batch, in place, and a
-# copy of B floats to the host: it must not be what bounds the ensemble.
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-try:
-    import torch
-    import torch.utils.dlpack
-except ImportError:  # a local CPU test without torch
-    torch = None
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        pb_utils.Logger.log_info(f"consumer: torch {getattr(torch, '__version__', None)}, "
-                                 f"kind {args.get('model_instance_kind')}, device {args.get('model_instance_device_id')}")
-
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            t = pb_utils.get_input_tensor_by_name(r, "PIXELS")
-            on_gpu = not t.is_cpu()
-            if torch is not None:
-                x = torch.utils.dlpack.from_dlpack(t.to_dlpack())
-                mean = x.reshape(x.shape[0], -1).mean(dim=1, keepdim=True).cpu().numpy()
-            else:
-                x = t.as_numpy()
-                mean = x.reshape(x.shape[0], -1).mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32)
-            flag = np.full((mean.shape[0], 1), int(on_gpu), np.int32)
-            if torch is not None:
-                # Through DLPack: the stub's numpy path returned empty
-                # tensors under the machine's numpy 2 (seen on the H200).
-                outs = [pb_utils.Tensor.from_dlpack("MEAN", torch.utils.dlpack.to_dlpack(torch.from_numpy(mean))),
-                        pb_utils.Tensor.from_dlpack("ON_GPU", torch.utils.dlpack.to_dlpack(torch.from_numpy(flag)))]
-            else:
-                outs = [pb_utils.Tensor("MEAN", mean), pb_utils.Tensor("ON_GPU", flag)]
-            out.append(pb_utils.InferenceResponse(outs))
-        return out
-EOF
+		mkdir -p "$m/$name/1" && cp "$MODELS/consumer/1/model.py" "$m/$name/1/" || return 1
+		fill "$MODELS/consumer/config.pbtxt" NAME="$name" MAX_BATCH="$mb" \
+			INSTANCE_GROUP="$(group $kind "${GT_CONSUMERS:-1}")" >"$m/$name/config.pbtxt" || return 1
 	done
 }
 
