@@ -14,15 +14,17 @@
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
 #       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
 #       consumer_gpu, consumer_cpu, ensemble_gpu, ensemble_cpu, and preprocess_* and
-#       ensemble_* with a TYPE_STRING input, named *_bytes), starts tritonserver (ports
-#       GT_PORT, +1, +2: 18000), runs scripts/gpu_triton_check.py, then with GT_PERF=1 the
+#       ensemble_* with a TYPE_STRING input, named *_bytes; from the shipped
+#       model_repository/preprocess_imagenet and the templates in tests/gpu_triton/models),
+#       starts tritonserver (ports GT_PORT, +1, +2: 18000), runs the checks (python3 -m
+#       pytest tests/gpu_triton; python3 needs pytest), then with GT_PERF=1 the
 #       perf_analyzer sweep, and stops the server. Results: $OUT/gpu_triton.json,
 #       $OUT/gpu_triton.md, $OUT/gpu_perf.md (the perf_analyzer table), $OUT/perf/ (its
 #       CSVs, logs, Triton's statistics around each run), $OUT/tritonserver.log,
 #       $OUT/gpu_triton_run.log (DIR/out when OUT is unset; the run log then goes to /tmp).
 #       Environment: GT_SECONDS (load seconds per row, 15), GT_STUB (another stub
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
-#       repository and stop), GT_CHECK=0 (skip gpu_triton_check.py), GT_MAX_BATCH
+#       repository and stop), GT_CHECK=0 (skip the checks), GT_MAX_BATCH
 #       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances
 #       per GPU, 1), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
 #       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
@@ -119,15 +121,7 @@ EOF
 	# Every other format, as tests/triton/test_formats.py makes them from a
 	# corpus photo (with the Triton venv's Pillow): GPU instances decode
 	# them on their CPU workers.
-	PYTHONPATH="$ROOT/tests/triton:$ROOT/tests" "${TRITON_VENV:-$ROOT/.venv-triton}/bin/python" - "$corpus" "$dir/corpus" <<'EOF' || return 1
-import pathlib, sys, tempfile
-import test_formats
-corpus, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-for fmt, make in test_formats.MAKERS.items():
-    with tempfile.TemporaryDirectory() as d:
-        for p, _ in make(corpus, pathlib.Path(d)):
-            (out / f"{fmt}_{p.name}").write_bytes(p.read_bytes())
-EOF
+	"${TRITON_VENV:-$ROOT/.venv-triton}/bin/python" "$ROOT/tests/triton/write_formats.py" "$corpus" "$dir/corpus" || return 1
 	echo "corpus: $(ls "$dir/corpus" | wc -l) files ($(ls "$dir/corpus" | grep -c '\.jpg$') JPEGs, the rest other formats), $(mb "$(size "$dir/corpus")")"
 	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
@@ -141,9 +135,9 @@ EOF
 # libb64.so.0d and libcudart.so.12, which no stock system has: the run links
 # them from the pytriton wheel's libraries in tritonserver.tar.xz (and libssl,
 # libcrypto, should the system lack them). The images are the baseline colour
-# JPEGs of jpeg/derived and jpeg/native, split by Pillow as scripts/bench_gpu.py
-# splits them: the photos `sluice bench --gpu` is measured on (perf_jpegs), and
-# all of them, bench_gpu.py's whole mix (perf_mix).
+# JPEGs of jpeg/derived and jpeg/native, split by Pillow as the GPU benchmark
+# (bench.gpu) splits them: the photos `sluice bench --gpu` is measured on
+# (perf_jpegs), and all of them, the benchmark's whole mix (perf_mix).
 build_perf() {
 	local dir=$1 sp=$2 corpus=$3 stage=$4 venv=${TRITON_VENV:-$ROOT/.venv-triton}
 	local pa=$stage/perf_analyzer palibs=$stage/palibs libs=$sp/nvidia_pytriton.libs
@@ -159,18 +153,8 @@ build_perf() {
 
 	local py=${PILLOW_PYTHON:-$ROOT/.venv/bin/python}
 	mkdir -p "$dir/perf_jpegs" || return 1
-	"$py" - "$corpus" "$dir/perf_jpegs" <<'EOF' || { echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
-import pathlib, shutil, sys
-sys.path.insert(0, "scripts")
-from bench_gpu import classify
-corpus, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-files = sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g"))
-for p in files:
-    if classify(p) == "baseline colour":
-        if (dst / p.name).exists():
-            sys.exit(f"two {p.name}")
-        shutil.copy(p, dst / p.name)
-EOF
+	"$py" -m tests.gpu_triton.perf jpegs "$corpus" "$dir/perf_jpegs" ||
+		{ echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
 	echo "perf_jpegs: $(ls "$dir/perf_jpegs" | wc -l) baseline colour JPEGs, $(mb "$(size "$dir/perf_jpegs")")"
 	mkdir -p "$dir/perf_mix" && cp "$corpus"/jpeg/derived/*.jp*g "$corpus"/jpeg/native/*.jp*g "$dir/perf_mix/" || return 1
 	echo "perf_mix: $(ls "$dir/perf_mix" | wc -l) JPEGs, $(mb "$(size "$dir/perf_mix")")"
@@ -295,6 +279,9 @@ except Exception as e: print("torch: not importable:", e)'
 
 	write_models "$gt/models" || return 1
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
+	if [ "${GT_CHECK:-1}" != 0 ] || [ "${GT_PERF:-0}" = 1 ]; then
+		"$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (the checks are tests/gpu_triton's tests)"; return 1; }
+	fi
 
 	local hp=${GT_PORT:-18000} log=$out/tritonserver.log
 	local gp=$((hp + 1)) mp=$((hp + 2)) pools=() g
@@ -340,7 +327,7 @@ except Exception as e: print("torch: not importable:", e)'
 	[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
 	if [ "${GT_CHECK:-1}" != 0 ]; then
 		echo "== checks (corpus $corpus)"
-		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -p no:cacheprovider -s -v tests/gpu_triton \
 			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
 			--out "$out" --seconds "${GT_SECONDS:-15}" --gpus "${GT_GPUS:-0}"
 		rc=$?
@@ -377,7 +364,7 @@ perf() {
 	local set=perf_jpegs
 	case ${GT_PERF_FILES:-baseline} in baseline) ;; mix) set=perf_mix ;; *) echo "GT_PERF_FILES is baseline or mix"; return 1 ;; esac
 	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data
-	local helper=$ROOT/scripts/gpu_triton_perf.py form b
+	local helper=(-m tests.gpu_triton.perf) form b
 	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
 	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
 	for form in $forms; do
@@ -431,13 +418,17 @@ perf() {
 	# Does the server read what perf_analyzer sends as the images themselves?
 	local pres="" checked
 	for form in $forms; do pres+=,preprocess_$k$([ $form = bytes ] && echo _bytes); done
-	checked=$("$py" "$helper" check --http 127.0.0.1:$hp --models "${pres#,}" --corpus "$jpegs" 2>&1)
+	local ran
+	ran=$("$py" -m pytest -p no:cacheprovider -s -q tests/gpu_triton/test_perf.py \
+		--http 127.0.0.1:$hp --perf-models "${pres#,}" --corpus "$jpegs" 2>&1)
 	local crc=$?
-	echo "$checked"
+	echo "$ran"
+	# Its verdicts, for the table's head; all it said where it gave none.
+	checked=$(grep -E '^(PASS|FAIL) ' <<<"$ran") || checked=$ran
 
 	local raw=$out/perf runs=$out/perf/runs.tsv i=0 model c rc=$crc
 	rm -rf "$raw" && mkdir -p "$raw" && : >"$runs" || return 1
-	"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
+	"$py" "${helper[@]}" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
 	for model in $models; do
 		case $model in preprocess | ensemble) ;; *) echo "GT_PERF_MODELS takes preprocess and ensemble, not $model"; return 1 ;; esac
 		for form in $forms; do
@@ -459,7 +450,7 @@ perf() {
 					fi
 					[ -s "$csv" ] || rc=1
 					i=$((i + 1))
-					"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_$i.json"
+					"$py" "${helper[@]}" stats --http 127.0.0.1:$hp -o "$raw/stats_$i.json"
 					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$form" "$b" "$c" "preprocess_$k$sfx" "$consumer" \
 						"$csv" "$raw/stats_$((i - 1)).json" "$raw/stats_$i.json" "$log" "$note" >>"$runs"
 					echo "$tag: $(grep -m1 -E 'Throughput|rror' "$log" | sed 's/^ *//')${note:+ ($note)}"
@@ -483,7 +474,7 @@ perf() {
 		echo
 		echo "$checked" | sed 's/^/    /'
 		echo
-		"$py" "$helper" table --runs "$runs" --standalone "${GT_STANDALONE:-}"
+		"$py" "${helper[@]}" table --runs "$runs" --standalone "${GT_STANDALONE:-}"
 	} >"$out/gpu_perf.md"
 	echo
 	cat "$out/gpu_perf.md"
