@@ -8,6 +8,24 @@
 #   make test      gofmt, go vet, go test, the accuracy tests and their mutation
 #                  check, the real-server tests (tests/triton in Python, client/ in Go),
 #                  the Helm chart's checks (chart-check)
+#   make help      this text, and any target it does not name
+#
+# The parts (each target's comment below says more):
+#   build, all     the CLI, build/sluice
+#   backend        the Triton backend library, build/backends
+#   setup          what the tests need: deps, test-deps, pic-libs, venv (and
+#                  cuda-headers, triton, chart-tools, each where a target wants it)
+#   vet, gotest, pytest, mutation, test-triton, test-client
+#                  the parts of make test
+#   chart-check    the Helm chart's checks; chart-schemas regenerates their schemas
+#   image-check    docker/Dockerfile built and smoke-tested (docker/image.sh)
+#   run-cli        the CLI over the corpus photos, no server
+#   perf-triton, bench-cpu, bench-gpu
+#                  benchmarks (docs/perf.md)
+#   gpu-build      what a GPU machine without Go runs (scripts/gpu.sh; the Triton
+#                  checks there: scripts/gpu_triton.sh, tests/gpu_triton)
+#   fuzz, compact, proto, proto-client, ptx, clean
+#                  fuzzing, generated files, cleaning up
 
 GO       ?= go
 PYTHON   ?= python3
@@ -18,9 +36,18 @@ export SLUICE_CORPUS ?= $(CORPUS)
 
 .PHONY: all build setup deps pic-libs test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean \
-	chart-tools chart-check chart-schemas image-check
+	chart-tools chart-check chart-schemas image-check help
 
 all: build
+
+# The header above, then the targets it names nowhere (so none goes unlisted).
+THIS_MAKEFILE := $(firstword $(MAKEFILE_LIST))
+help:
+	@sed -n '1,/^$$/{/^$$/d;s/^# \{0,1\}//;p}' $(THIS_MAKEFILE)
+	@awk '/^$$/ { body = 1 } \
+	  !body { n = split($$0, w, /[^a-z0-9_-]+/); for (i = 1; i <= n; i++) named[w[i]] = 1; next } \
+	  /^[a-z][a-z0-9_-]*:([^=]|$$)/ { t = $$0; sub(/:.*/, "", t); if (!(t in named)) { named[t] = 1; left = left " " t } } \
+	  END { if (left != "") print "\nNot named above:" left }' $(THIS_MAKEFILE)
 
 # System packages: the -dev packages of the image libraries whose Debian
 # source (the installed version's, or the newest the archive serves),
