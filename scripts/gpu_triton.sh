@@ -364,7 +364,7 @@ perf() {
 	local set=perf_jpegs
 	case ${GT_PERF_FILES:-baseline} in baseline) ;; mix) set=perf_mix ;; *) echo "GT_PERF_FILES is baseline or mix"; return 1 ;; esac
 	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data
-	local helper=(-m tests.gpu_triton.perf) form b
+	local helper=$ROOT/tests/gpu_triton/perf.py form b
 	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
 	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
 	for form in $forms; do
@@ -428,7 +428,7 @@ perf() {
 
 	local raw=$out/perf runs=$out/perf/runs.tsv i=0 model c rc=$crc
 	rm -rf "$raw" && mkdir -p "$raw" && : >"$runs" || return 1
-	"$py" "${helper[@]}" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
+	"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
 	for model in $models; do
 		case $model in preprocess | ensemble) ;; *) echo "GT_PERF_MODELS takes preprocess and ensemble, not $model"; return 1 ;; esac
 		for form in $forms; do
@@ -450,7 +450,7 @@ perf() {
 					fi
 					[ -s "$csv" ] || rc=1
 					i=$((i + 1))
-					"$py" "${helper[@]}" stats --http 127.0.0.1:$hp -o "$raw/stats_$i.json"
+					"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_$i.json"
 					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$form" "$b" "$c" "preprocess_$k$sfx" "$consumer" \
 						"$csv" "$raw/stats_$((i - 1)).json" "$raw/stats_$i.json" "$log" "$note" >>"$runs"
 					echo "$tag: $(grep -m1 -E 'Throughput|rror' "$log" | sed 's/^ *//')${note:+ ($note)}"
@@ -474,7 +474,7 @@ perf() {
 		echo
 		echo "$checked" | sed 's/^/    /'
 		echo
-		"$py" "${helper[@]}" table --runs "$runs" --standalone "${GT_STANDALONE:-}"
+		"$py" "$helper" table --runs "$runs" --standalone "${GT_STANDALONE:-}"
 	} >"$out/gpu_perf.md"
 	echo
 	cat "$out/gpu_perf.md"

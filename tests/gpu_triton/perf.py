@@ -1,20 +1,22 @@
-"""What runs around perf_analyzer in scripts/gpu_triton.sh (GT_PERF=1), from
-the repository's root (standard library, and Pillow for jpegs):
+"""What runs around perf_analyzer in scripts/gpu_triton.sh (GT_PERF=1):
 
   python3 -m tests.gpu_triton.perf jpegs CORPUS DST
-      (build) copies the baseline colour JPEGs of CORPUS's jpeg/derived and
-      jpeg/native to DST, split as the GPU benchmark splits them: the photos
-      `sluice bench --gpu` is measured on.
-  python3 -m tests.gpu_triton.perf stats --http H:P -o FILE
+      (build, from the repository's root: bench.common and Pillow) copies the
+      baseline colour JPEGs of CORPUS's jpeg/derived and jpeg/native to DST,
+      split as the GPU benchmark splits them: the photos `sluice bench --gpu`
+      is measured on.
+  python3 tests/gpu_triton/perf.py stats --http H:P -o FILE
       Triton's statistics of every model (/v2/models/stats), saved.
-  python3 -m tests.gpu_triton.perf table --runs FILE [--standalone "64=17000 256=20000"]
+  python3 tests/gpu_triton/perf.py table --runs FILE [--standalone "64=17000 256=20000"]
       the Markdown table, from the runs list the shell script wrote (one
       line per perf_analyzer run, tab-separated: model, input, batch,
       concurrency, preprocess model, consumer model, CSV, stats before,
       stats after, log, note).
 
-That the server reads perf_analyzer's inputs as the images is a test:
-test_perf.py.
+stats and table need only the standard library and run by path on the GPU
+machine, where a site-packages folder named tests could shadow the repository's
+(a regular package wins over this namespace one). That the server reads
+perf_analyzer's inputs as the images is a test: test_perf.py.
 """
 import argparse
 import csv
