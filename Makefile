@@ -8,6 +8,24 @@
 #   make test      gofmt, go vet, go test, the accuracy tests and their mutation
 #                  check, the real-server tests (tests/triton in Python, client/ in Go),
 #                  the Helm chart's checks (chart-check)
+#   make help      this text, and any target it does not name
+#
+# The parts (each target's comment below says more):
+#   build, all     the CLI, build/sluice
+#   backend        the Triton backend library, build/backends
+#   setup          what the tests need: deps, test-deps, pic-libs, venv (and
+#                  cuda-headers, triton, chart-tools, each where a target wants it)
+#   vet, gotest, pytest, mutation, test-triton, test-client
+#                  the parts of make test
+#   chart-check    the Helm chart's checks; chart-schemas regenerates their schemas
+#   image-check    docker/Dockerfile built and smoke-tested (docker/image.sh)
+#   run-cli        the CLI over the corpus photos, no server
+#   perf-triton, bench-cpu, bench-gpu
+#                  benchmarks (docs/perf.md)
+#   gpu-build      what a GPU machine without Go runs (scripts/gpu.sh; the Triton
+#                  checks there: scripts/gpu_triton.sh, tests/gpu_triton)
+#   fuzz, compact, proto, proto-client, ptx, clean
+#                  fuzzing, generated files, cleaning up
 
 GO       ?= go
 PYTHON   ?= python3
@@ -18,9 +36,18 @@ export SLUICE_CORPUS ?= $(CORPUS)
 
 .PHONY: all build setup deps pic-libs test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean \
-	chart-tools chart-check chart-schemas image-check
+	chart-tools chart-check chart-schemas image-check help
 
 all: build
+
+# The header above, then the targets it names nowhere (so none goes unlisted).
+THIS_MAKEFILE := $(firstword $(MAKEFILE_LIST))
+help:
+	@sed -n '1,/^$$/{/^$$/d;s/^# \{0,1\}//;p}' $(THIS_MAKEFILE)
+	@awk '/^$$/ { body = 1 } \
+	  !body { n = split($$0, w, /[^a-z0-9_-]+/); for (i = 1; i <= n; i++) named[w[i]] = 1; next } \
+	  /^[a-z][a-z0-9_-]*:([^=]|$$)/ { t = $$0; sub(/:.*/, "", t); if (!(t in named)) { named[t] = 1; left = left " " t } } \
+	  END { if (left != "") print "\nNot named above:" left }' $(THIS_MAKEFILE)
 
 # System packages: the -dev packages of the image libraries whose Debian
 # source (the installed version's, or the newest the archive serves),
@@ -134,13 +161,13 @@ chart-tools:
 	  GOBIN=$(GOBIN_DIR) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 
 chart-check: chart-tools
-	HELM=$(GOBIN_DIR)/helm KUBECONFORM=$(GOBIN_DIR)/kubeconform scripts/chart_check.sh $(CHART) $(CHART_SCHEMAS)
+	HELM=$(GOBIN_DIR)/helm KUBECONFORM=$(GOBIN_DIR)/kubeconform deploy/helm/check.sh $(CHART) $(CHART_SCHEMAS)
 
 # Regenerate deploy/helm/schemas from the Go modules that ship the sources
-# (scripts/chart_schemas.py says which); needs PyYAML.
+# (deploy/helm/schemas.py says which); needs PyYAML.
 chart-schemas:
 	mod() { $(GO) mod download -json $$1 | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'; }; \
-	  $(PYTHON) scripts/chart_schemas.py $(CHART_SCHEMAS) \
+	  $(PYTHON) deploy/helm/schemas.py $(CHART_SCHEMAS) \
 	    "$$(mod k8s.io/cli-runtime@v0.36.2)/artifacts/openapi/swagger.json" \
 	    "$$(mod github.com/prometheus-operator/prometheus-operator@v0.85.0)" \
 	    "$$(mod github.com/kedacore/keda/v2@v2.21.0)"
@@ -236,12 +263,12 @@ fuzz: test-deps pic-libs
 # local test bases (debootstrap, this machine's Go, the wheel's tritonserver:
 # no image registry needed), then smoke-tested without a container runtime:
 # the image's tritonserver must answer `sluice infer` exactly as make run's
-# server does (scripts/image.sh; docker/README.md). Root; installs buildah
+# server does (docker/image.sh; docker/README.md). Root; installs buildah
 # and debootstrap when missing; cache in /var/tmp/sluice-image (~9 GB).
 # About 13 minutes cold on 2 cores; warm, 15 s unchanged, ~5 min after a
 # source change (the image rebuilds the backend without a Go build cache).
 image-check: backend build triton
-	scripts/image.sh
+	docker/image.sh
 
 # Regenerate the committed protobuf Go code (protoc 3.21, protoc-gen-go
 # v1.36.11, protoc-gen-go-grpc v1.6.2): the pipeline schema, and the gRPC

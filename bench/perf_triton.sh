@@ -45,8 +45,7 @@ VENV=${TRITON_VENV:-$REPO/.venv-triton}
 SLUICE=${SLUICE_BIN:-$REPO/build/sluice}
 CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
-log() { echo "perf_triton.sh: $*" >&2; }
-die() { echo "perf_triton.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in

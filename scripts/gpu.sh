@@ -42,8 +42,7 @@ binname() { local p=${1#./}; echo "${p//\//_}.test"; }
 # device tool's 64 MiB (README: the tree, shared/ and carried paths together).
 CARRY_LIMIT_MB=${CARRY_LIMIT_MB:-60}
 
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-bytes() { du -sb "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+. "$ROOT/scripts/lib.sh"
 
 build() {
 	local dir=${1:-.bench/gpu} status=0 notes=() tests=()
@@ -130,13 +129,13 @@ build() {
 	for p in "${opt[@]}"; do
 		[ -e "$src/$p" ] || { notes+=("FAIL corpus: no $p in $src"); status=1; continue; }
 		local have add
-		have=$(bytes "$dir")
-		add=$(bytes "$src/$p")
+		have=$(size "$dir")
+		add=$(size "$src/$p")
 		if [ $((have + add)) -le $limit ]; then
 			mkdir -p "$dir/corpus/$(dirname "$p")"
 			cp -r "$src/$p" "$dir/corpus/$p"
 		else
-			notes+=("FAIL corpus: left out $p ($(mb "$add") MiB): over the ${CARRY_LIMIT_MB} MiB carry limit")
+			notes+=("FAIL corpus: left out $p ($(mb "$add")): over the ${CARRY_LIMIT_MB} MiB carry limit")
 			status=1
 		fi
 	done
@@ -161,14 +160,14 @@ build() {
 		echo "commit $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 		echo "$(go version); $(ldd --version | head -1)"
 		echo "ldd sluice: ${ldd_all:-not built}"
-		echo "tree $(mb "$tree") MiB + carried $(mb "$(bytes "$dir")") MiB (limit ${CARRY_LIMIT_MB} MiB together)"
-		[ -f "$dir/sluice.xz" ] && echo "cli sluice $(mb "$(bytes "$dir/sluice.xz")") MiB (xz)"
+		echo "tree $(mb "$tree") + carried $(mb "$(size "$dir")") (limit ${CARRY_LIMIT_MB} MiB together)"
+		[ -f "$dir/sluice.xz" ] && echo "cli sluice $(mb "$(size "$dir/sluice.xz")") (xz)"
 		for t in "${tests[@]}"; do
 			set -- $t
-			echo "$t $(mb "$(bytes "$dir/$2.xz")") MiB (xz)"
+			echo "$t $(mb "$(size "$dir/$2.xz")") (xz)"
 		done
 		for p in "${req[@]}" "${opt[@]}"; do
-			[ -e "$dir/corpus/$p" ] && echo "corpus $p $(mb "$(bytes "$dir/corpus/$p")") MiB"
+			[ -e "$dir/corpus/$p" ] && echo "corpus $p $(mb "$(size "$dir/corpus/$p")")"
 		done
 		for n in "${notes[@]}"; do echo "note $n"; done
 	} >"$dir/manifest.txt"

@@ -15,15 +15,17 @@
 #   scripts/gpu_triton.sh run [DIR]     there, from the repo root, DIR carried. Unpacks to
 #       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
 #       consumer_gpu, consumer_cpu, ensemble_gpu, ensemble_cpu, and preprocess_* and
-#       ensemble_* with a TYPE_STRING input, named *_bytes), starts tritonserver (ports
-#       GT_PORT, +1, +2: 18000), runs scripts/gpu_triton_check.py, then with GT_PERF=1 the
+#       ensemble_* with a TYPE_STRING input, named *_bytes; from the shipped
+#       model_repository/preprocess_imagenet and the templates in tests/gpu_triton/models),
+#       starts tritonserver (ports GT_PORT, +1, +2: 18000), runs the checks (python3 -m
+#       pytest tests/gpu_triton; python3 needs pytest), then with GT_PERF=1 the
 #       perf_analyzer sweep, and stops the server. Results: $OUT/gpu_triton.json,
 #       $OUT/gpu_triton.md, $OUT/gpu_perf.md (the perf_analyzer table), $OUT/perf/ (its
 #       CSVs, logs, Triton's statistics around each run), $OUT/tritonserver.log,
 #       $OUT/gpu_triton_run.log (DIR/out when OUT is unset; the run log then goes to /tmp).
 #       Environment: GT_SECONDS (load seconds per row, 15), GT_STUB (another stub
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
-#       repository and stop), GT_CHECK=0 (skip gpu_triton_check.py), GT_MAX_BATCH
+#       repository and stop), GT_CHECK=0 (skip the checks), GT_MAX_BATCH
 #       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances
 #       per GPU, 1), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
 #       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
@@ -46,8 +48,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
-mb() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
-size() { du -sb "$@" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+. "$ROOT/scripts/lib.sh"
 
 build() {
 	local dir=${1:-.bench/triton} venv=${TRITON_VENV:-$ROOT/.venv-triton} sp stage
@@ -121,15 +122,7 @@ EOF
 	# Every other format, as tests/triton/test_formats.py makes them from a
 	# corpus photo (with the Triton venv's Pillow): GPU instances decode
 	# them on their CPU workers.
-	PYTHONPATH="$ROOT/tests/triton:$ROOT/tests" "${TRITON_VENV:-$ROOT/.venv-triton}/bin/python" - "$corpus" "$dir/corpus" <<'EOF' || return 1
-import pathlib, sys, tempfile
-import test_formats
-corpus, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-for fmt, make in test_formats.MAKERS.items():
-    with tempfile.TemporaryDirectory() as d:
-        for p, _ in make(corpus, pathlib.Path(d)):
-            (out / f"{fmt}_{p.name}").write_bytes(p.read_bytes())
-EOF
+	"${TRITON_VENV:-$ROOT/.venv-triton}/bin/python" -m tests.triton.write_formats "$corpus" "$dir/corpus" || return 1
 	echo "corpus: $(ls "$dir/corpus" | wc -l) files ($(ls "$dir/corpus" | grep -c '\.jpg$') JPEGs, the rest other formats), $(mb "$(size "$dir/corpus")")"
 	build_perf "$dir" "$sp" "$corpus" "$stage" || return 1
 	{
@@ -145,9 +138,9 @@ EOF
 # libb64.so.0d and libcudart.so.12, which no stock system has: the run links
 # them from the pytriton wheel's libraries in tritonserver.tar.xz (and libssl,
 # libcrypto, should the system lack them). The images are the baseline colour
-# JPEGs of jpeg/derived and jpeg/native, split by Pillow as bench.gpu
-# splits them: the photos `sluice bench --gpu` is measured on (perf_jpegs), and
-# all of them, bench.gpu's whole mix (perf_mix).
+# JPEGs of jpeg/derived and jpeg/native, split by Pillow as the GPU benchmark
+# (bench.gpu) splits them: the photos `sluice bench --gpu` is measured on
+# (perf_jpegs), and all of them, the benchmark's whole mix (perf_mix).
 build_perf() {
 	local dir=$1 sp=$2 corpus=$3 stage=$4 venv=${TRITON_VENV:-$ROOT/.venv-triton}
 	local pa=$stage/perf_analyzer palibs=$stage/palibs libs=$sp/nvidia_pytriton.libs
@@ -165,23 +158,31 @@ build_perf() {
 
 	local py=${PILLOW_PYTHON:-$ROOT/.venv/bin/python}
 	mkdir -p "$dir/perf_jpegs" || return 1
-	"$py" - "$corpus" "$dir/perf_jpegs" <<'EOF' || { echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
-import pathlib, shutil, sys
-from bench.common import classify
-corpus, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-files = sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g"))
-for p in files:
-    if classify(p) == "baseline colour":
-        if (dst / p.name).exists():
-            sys.exit(f"two {p.name}")
-        shutil.copy(p, dst / p.name)
-EOF
+	"$py" -m tests.gpu_triton.perf jpegs "$corpus" "$dir/perf_jpegs" ||
+		{ echo "could not pick the baseline colour JPEGs (Pillow: $py, PILLOW_PYTHON)" >&2; return 1; }
 	echo "perf_jpegs: $(ls "$dir/perf_jpegs" | wc -l) baseline colour JPEGs, $(mb "$(size "$dir/perf_jpegs")")"
 	mkdir -p "$dir/perf_mix" && cp "$corpus"/jpeg/derived/*.jp*g "$corpus"/jpeg/native/*.jp*g "$dir/perf_mix/" || return 1
 	echo "perf_mix: $(ls "$dir/perf_mix" | wc -l) JPEGs, $(mb "$(size "$dir/perf_mix")")"
 }
 
 # ---------------------------------------------------------------- run (GPU machine)
+# The model repository: preprocess_* from the shipped model
+# (model_repository/preprocess_imagenet) with the variables below set;
+# consumer_* and ensemble_* from the templates in tests/gpu_triton/models,
+# their @NAME@ fields filled in.
+MODELS=$ROOT/tests/gpu_triton/models
+
+# fill TEMPLATE KEY=VALUE...: the template with each @KEY@ replaced; fails
+# on a field left unfilled.
+fill() {
+	local text kv
+	text=$(<"$1") || return 1
+	shift
+	for kv in "$@"; do text=${text//@${kv%%=*}@/${kv#*=}}; done
+	if [[ $text =~ @[A-Z_]+@ ]]; then echo "fill: ${BASH_REMATCH[0]} left unfilled" >&2; return 1; fi
+	printf '%s\n' "$text"
+}
+
 write_models() {
 	local m=$1 pre=$ROOT/model_repository/preprocess_imagenet mb=${GT_MAX_BATCH:-256}
 	rm -rf "$m" && mkdir -p "$m" || return 1
@@ -193,13 +194,16 @@ write_models() {
 	done
 	pref=${pref%,}
 	local batching="dynamic_batching { preferred_batch_size: [$pref ] max_queue_delay_microseconds: 2000 }"
-	local kind k name ig form sfx
+	local kind k name form sfx
 	local gpus=${GT_GPUS:-0}
 	gpus=${gpus//,/, }
+	# An instance group of count $2; KIND_GPU ones on every GPU of GT_GPUS.
+	group() {
+		if [ "$1" = GPU ]; then echo "{ kind: KIND_GPU, count: $2, gpus: [ $gpus ] }"; else echo "{ kind: KIND_CPU, count: $2 }"; fi
+	}
 	for kind in GPU CPU; do
 		k=${kind,,}
-		ig="instance_group [ { kind: KIND_CPU, count: 1 } ]"
-		[ $kind = GPU ] && ig="instance_group [ { kind: KIND_GPU, count: ${GT_INSTANCES:-1}, gpus: [ $gpus ] } ]"
+		local ig="instance_group [ $(group $kind "$([ $kind = GPU ] && echo "${GT_INSTANCES:-1}" || echo 1)") ]"
 		# Two input forms: UINT8 [-1] (the shipped model's; a batch of a request is zero-padded
 		# to one length) and TYPE_STRING [1] (BYTES elements, any sizes, no padding).
 		for form in uint8 bytes; do
@@ -218,92 +222,17 @@ write_models() {
 				grep -q "$want" "$m/$name/config.pbtxt" || { echo "could not set '$want' in $name" >&2; return 1; }
 			done
 
-			name=ensemble_$k$sfx
-			mkdir -p "$m/$name/1"
-			cat >"$m/$name/config.pbtxt" <<EOF
-name: "$name"
-platform: "ensemble"
-max_batch_size: $mb
-input [ $([ $form = bytes ] && echo '{ name: "IMAGE", data_type: TYPE_STRING, dims: [ 1 ] }' ||
-				echo '{ name: "IMAGE", data_type: TYPE_UINT8, dims: [ -1 ] }') ]
-output [
-  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
-  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
-]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "preprocess_$k$sfx", model_version: -1
-      input_map { key: "IMAGE", value: "IMAGE" }
-      output_map { key: "PIXELS", value: "pixels" }
-    },
-    {
-      model_name: "consumer_$k", model_version: -1
-      input_map { key: "PIXELS", value: "pixels" }
-      output_map { key: "MEAN", value: "MEAN" }
-      output_map { key: "ON_GPU", value: "ON_GPU" }
-    }
-  ]
-}
-EOF
+			mkdir -p "$m/ensemble_$k$sfx/1"
+			fill "$MODELS/ensemble/config.pbtxt" NAME="ensemble_$k$sfx" MAX_BATCH="$mb" \
+				IMAGE_TYPE="$([ $form = bytes ] && echo TYPE_STRING || echo TYPE_UINT8)" \
+				IMAGE_DIMS="$([ $form = bytes ] && echo 1 || echo -1)" \
+				PREPROCESS="$name" CONSUMER="consumer_$k" >"$m/ensemble_$k$sfx/config.pbtxt" || return 1
 		done
 
 		name=consumer_$k
-		mkdir -p "$m/$name/1"
-		cat >"$m/$name/config.pbtxt" <<EOF
-name: "$name"
-backend: "python"
-max_batch_size: $mb
-input [ { name: "PIXELS", data_type: TYPE_FP32, dims: [ 3, 224, 224 ] } ]
-output [
-  { name: "MEAN", data_type: TYPE_FP32, dims: [ 1 ] },
-  { name: "ON_GPU", data_type: TYPE_INT32, dims: [ 1 ] }
-]
-instance_group [ { kind: KIND_$kind, count: ${GT_CONSUMERS:-1}$([ $kind = GPU ] && echo ", gpus: [ $gpus ]") } ]
-parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS", value: { string_value: "no" } }
-EOF
-		cat >"$m/$name/1/model.py" <<'EOF'
-# Reads PIXELS where Triton left it (GPU tensors through DLPack when it can)
-# and returns each image's mean, and whether the tensor arrived on the GPU.
-# On the GPU it costs one float32 reduction over the batch, in place, and a
-# copy of B floats to the host: it must not be what bounds the ensemble.
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-try:
-    import torch
-    import torch.utils.dlpack
-except ImportError:  # a local CPU test without torch
-    torch = None
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        pb_utils.Logger.log_info(f"consumer: torch {getattr(torch, '__version__', None)}, "
-                                 f"kind {args.get('model_instance_kind')}, device {args.get('model_instance_device_id')}")
-
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            t = pb_utils.get_input_tensor_by_name(r, "PIXELS")
-            on_gpu = not t.is_cpu()
-            if torch is not None:
-                x = torch.utils.dlpack.from_dlpack(t.to_dlpack())
-                mean = x.reshape(x.shape[0], -1).mean(dim=1, keepdim=True).cpu().numpy()
-            else:
-                x = t.as_numpy()
-                mean = x.reshape(x.shape[0], -1).mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32)
-            flag = np.full((mean.shape[0], 1), int(on_gpu), np.int32)
-            if torch is not None:
-                # Through DLPack: the stub's numpy path returned empty
-                # tensors under the machine's numpy 2 (seen on the H200).
-                outs = [pb_utils.Tensor.from_dlpack("MEAN", torch.utils.dlpack.to_dlpack(torch.from_numpy(mean))),
-                        pb_utils.Tensor.from_dlpack("ON_GPU", torch.utils.dlpack.to_dlpack(torch.from_numpy(flag)))]
-            else:
-                outs = [pb_utils.Tensor("MEAN", mean), pb_utils.Tensor("ON_GPU", flag)]
-            out.append(pb_utils.InferenceResponse(outs))
-        return out
-EOF
+		mkdir -p "$m/$name/1" && cp "$MODELS/consumer/1/model.py" "$m/$name/1/" || return 1
+		fill "$MODELS/consumer/config.pbtxt" NAME="$name" MAX_BATCH="$mb" \
+			INSTANCE_GROUP="$(group $kind "${GT_CONSUMERS:-1}")" >"$m/$name/config.pbtxt" || return 1
 	done
 }
 
@@ -355,6 +284,9 @@ except Exception as e: print("torch: not importable:", e)'
 
 	write_models "$gt/models" || return 1
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
+	if [ "${GT_CHECK:-1}" != 0 ] || [ "${GT_PERF:-0}" = 1 ]; then
+		"$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (the checks are tests/gpu_triton's tests)"; return 1; }
+	fi
 
 	local hp=${GT_PORT:-18000} log=$out/tritonserver.log
 	local gp=$((hp + 1)) mp=$((hp + 2)) pools=() g
@@ -400,7 +332,7 @@ except Exception as e: print("torch: not importable:", e)'
 	[ -d "$corpus" ] || corpus=$ROOT/.bench/gpu/corpus/jpeg/derived
 	if [ "${GT_CHECK:-1}" != 0 ]; then
 		echo "== checks (corpus $corpus)"
-		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" "$ROOT/scripts/gpu_triton_check.py" \
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -p no:cacheprovider -s -v tests/gpu_triton \
 			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
 			--out "$out" --seconds "${GT_SECONDS:-15}" --gpus "${GT_GPUS:-0}"
 		rc=$?
@@ -437,7 +369,7 @@ perf() {
 	local set=perf_jpegs
 	case ${GT_PERF_FILES:-baseline} in baseline) ;; mix) set=perf_mix ;; *) echo "GT_PERF_FILES is baseline or mix"; return 1 ;; esac
 	local k=${kind,,} pa=$gt/perf_analyzer palibs=$gt/palibs jpegs=$dir/$set data=$gt/perf_data sluice=$gt/sluice
-	local helper=$ROOT/scripts/gpu_triton_perf.py form b
+	local helper=$ROOT/tests/gpu_triton/perf.py form b
 	echo "== perf_analyzer: KIND_$kind models, inputs ${forms// /, }, batch ${batches// /, }, concurrency ${concs// /, }"
 	case $kind in GPU | CPU) ;; *) echo "GT_KIND is GPU or CPU, not $kind"; return 1 ;; esac
 	for form in $forms; do
@@ -492,9 +424,13 @@ perf() {
 	# Does the server read what perf_analyzer sends as the images themselves?
 	local pres="" checked
 	for form in $forms; do pres+=,preprocess_$k$([ $form = bytes ] && echo _bytes); done
-	checked=$("$py" "$helper" check --http 127.0.0.1:$hp --models "${pres#,}" --corpus "$jpegs" 2>&1)
+	local ran
+	ran=$("$py" -m pytest -p no:cacheprovider -s -q tests/gpu_triton/test_perf.py \
+		--http 127.0.0.1:$hp --perf-models "${pres#,}" --corpus "$jpegs" 2>&1)
 	local crc=$?
-	echo "$checked"
+	echo "$ran"
+	# Its verdicts, for the table's head; all it said where it gave none.
+	checked=$(grep -E '^(PASS|FAIL) ' <<<"$ran") || checked=$ran
 
 	local raw=$out/perf runs=$out/perf/runs.tsv i=0 model c rc=$crc
 	rm -rf "$raw" && mkdir -p "$raw" && : >"$runs" || return 1

@@ -73,8 +73,7 @@ OUT=${1:?usage: scripts/pic-libs.sh PREFIX}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
-log() { echo "pic-libs.sh: $*" >&2; }
-die() { echo "pic-libs.sh: ERROR: $*" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Build order: libtiff needs zlib's and libjpeg's headers and libraries. Each entry: the -dev package whose source version is
 # built, and the build function.

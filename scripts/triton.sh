@@ -50,8 +50,7 @@ EXPLICIT=0 LOG_VERBOSE=0
 MODE=start
 LOAD_MODELS=() EXTRA=()
 
-log() { echo "triton.sh: $*" >&2; }
-die() { echo "triton.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -170,7 +170,7 @@ def test_dockerignore_keeps_the_sources():
             if not q.startswith("!")
         )
 
-    for kept in ("Makefile", "go.mod", "go.sum", "scripts/pic-libs.sh", "cgo/main.go", "cgo/shim.c",
+    for kept in ("Makefile", "go.mod", "go.sum", "scripts/pic-libs.sh", "scripts/lib.sh", "cgo/main.go", "cgo/shim.c",
                  "codec", "model_repository/preprocess_imagenet/1/model.sluice", "docker/Dockerfile"):  # fmt: skip
         assert not ignored(kept), f".dockerignore leaves out {kept}, which the build needs"
     for gone in ("build", ".venv-triton", ".venv", ".git"):
@@ -195,12 +195,12 @@ def test_kernels_stage_builds_the_ptx_with_make(docker):
 def test_every_base_is_a_build_argument(docker):
     """Another registry or a local test base can stand in for each official
     image: every FROM names a global ARG (the runtime's is BASE_IMAGE), and
-    scripts/image_bases.sh hands scripts/image.sh a test base for each."""
+    docker/image_bases.sh hands docker/image.sh a test base for each."""
     written = {st.name or "runtime": st.written for st in docker}
     for name, image in written.items():
         assert re.fullmatch(r"\$\{?\w+\}?", image), f"stage {name}: FROM {image} is not a build argument"
     assert written["runtime"] in ("${BASE_IMAGE}", "$BASE_IMAGE"), written["runtime"]
     from_args = {image.strip("${}") for image in written.values()}
     assert from_args <= set(global_args()), f"FROM arguments without a global ARG: {from_args - set(global_args())}"
-    bases = set(re.findall(r'^echo "(\w+)=', (ROOT / "scripts" / "image_bases.sh").read_text(), re.M))
-    assert bases == from_args, f"scripts/image_bases.sh provides {sorted(bases)}, the Dockerfile's bases are {sorted(from_args)}"
+    bases = set(re.findall(r'^echo "(\w+)=', (ROOT / "docker" / "image_bases.sh").read_text(), re.M))
+    assert bases == from_args, f"docker/image_bases.sh provides {sorted(bases)}, the Dockerfile's bases are {sorted(from_args)}"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The local TEST BASES that scripts/image.sh builds docker/Dockerfile over,
+# The local TEST BASES that docker/image.sh builds docker/Dockerfile over,
 # where no image registry is reachable. They stand in for the official
 # images and say so (image names and labels); none is published.
 #
-#   scripts/image_bases.sh [--rebuild] [--venv DIR]
+#   docker/image_bases.sh [--rebuild] [--venv DIR]
 #
 #   localhost/sluice-testbase-debian:bookworm        for debian:bookworm (kernels stage):
 #       Debian 12 minbase from debootstrap, with the official image's deb822 apt sources
@@ -25,8 +25,7 @@ CACHE=${IMAGE_CACHE:-/var/tmp/sluice-image}
 VENV=$REPO/.venv-triton
 REBUILD=0
 
-log() { echo "image_bases.sh: $*" >&2; }
-die() { echo "image_bases.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -40,7 +39,7 @@ GO_MOD=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$REPO/go.mod")
 DEBIAN=localhost/sluice-testbase-debian:bookworm
 GOLANG=localhost/sluice-testbase-golang:$GO_MOD-bookworm
 TRITON=localhost/sluice-testbase-triton:2.51
-NOTICE="TEST BASE for scripts/image.sh, not an official image"
+NOTICE="TEST BASE for docker/image.sh, not an official image"
 
 # $BUILDAH is a command with options: split on purpose.
 # shellcheck disable=SC2086

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds docker/Dockerfile with buildah (no daemon, chroot isolation) over
-# local TEST BASES (scripts/image_bases.sh: debootstrap, this machine's Go,
+# local TEST BASES (docker/image_bases.sh: debootstrap, this machine's Go,
 # the pytriton wheel's tritonserver 2.51.0 in /opt/tritonserver), then
 # smoke-tests the image without a container runtime: the image's own
 # tritonserver, started with `buildah run --isolation chroot` (host network:
@@ -8,8 +8,8 @@
 # /opt/tritonserver/backends/sluice/libtriton_sluice.so and answers
 # `build/sluice infer` exactly as `make run`'s server on this machine does.
 #
-#   scripts/image.sh [--rebuild-bases] [--no-smoke] [--tag NAME]
-#   scripts/image.sh --clean          remove the cache (test bases, layers, storage)
+#   docker/image.sh [--rebuild-bases] [--no-smoke] [--tag NAME]
+#   docker/image.sh --clean          remove the cache (test bases, layers, storage)
 #
 # The image is a TEST build (tag localhost/sluice:testbase): its runtime base
 # is not NVIDIA's image. Layers are cached (buildah bud --layers) in
@@ -27,8 +27,7 @@ SMOKE=1 REBUILD_BASES=()
 PHOTOS=(jpeg/derived/lom-bridge_full_512x384_b420q75.jpg)
 CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
-log() { echo "image.sh: $*" >&2; }
-die() { echo "image.sh: ERROR: $*" >&2; exit 1; }
+. "$REPO/scripts/lib.sh"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -80,7 +79,7 @@ phase_end tools
 
 # ---------------------------------------------------------------- test bases
 phase_start bases
-"$REPO/scripts/image_bases.sh" ${REBUILD_BASES[@]+"${REBUILD_BASES[@]}"} >"$CACHE/bases.txt" || die "test bases failed"
+"$REPO/docker/image_bases.sh" ${REBUILD_BASES[@]+"${REBUILD_BASES[@]}"} >"$CACHE/bases.txt" || die "test bases failed"
 args=() BASE_IMAGE=""
 while IFS= read -r a; do
   args+=(--build-arg "$a")

@@ -3,8 +3,8 @@
 # below (every template and option rendered at least once), every rendering
 # validated by kubeconform -strict against the committed schemas. A kind
 # without a schema there fails (no -ignore-missing-schemas): add it to
-# scripts/chart_schemas.py. Also checks that invalid values are refused.
-# Usage: chart_check.sh CHART SCHEMA_DIR (HELM, KUBECONFORM name the tools).
+# deploy/helm/schemas.py. Also checks that invalid values are refused.
+# Usage: deploy/helm/check.sh CHART SCHEMA_DIR (HELM, KUBECONFORM name the tools).
 set -euo pipefail
 chart=$1 schemas=$2
 helm=${HELM:-helm} kubeconform=${KUBECONFORM:-kubeconform}

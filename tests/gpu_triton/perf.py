@@ -1,76 +1,44 @@
-#!/usr/bin/env python3
-"""The perf_analyzer step of scripts/gpu_triton.sh run (GT_PERF=1): what runs
-around perf_analyzer. Standard library and numpy only.
+"""What runs around perf_analyzer in scripts/gpu_triton.sh (GT_PERF=1):
 
-  gpu_triton_perf.py check --http H:P --models M,... --corpus DIR
-      one batch of 8 of the JPEGs in DIR to each model, in the form perf_analyzer
-      sends it (a *_bytes model: BYTES elements; else UINT8 rows zero-padded
-      to the largest file's size), against each JPEG alone and unpadded to the UINT8
-      model of the same kind: the pixels must agree (check (a)'s limits).
-      Exits 1 when they do not.
-  gpu_triton_perf.py stats --http H:P -o FILE
+  python3 -m tests.gpu_triton.perf jpegs CORPUS DST
+      (build, from the repository's root: bench.common and Pillow) copies the
+      baseline colour JPEGs of CORPUS's jpeg/derived and jpeg/native to DST,
+      split as the GPU benchmark splits them: the photos `sluice bench --gpu`
+      is measured on.
+  python3 tests/gpu_triton/perf.py stats --http H:P -o FILE
       Triton's statistics of every model (/v2/models/stats), saved.
-  gpu_triton_perf.py table --runs FILE [--standalone "64=17000 256=20000"]
+  python3 tests/gpu_triton/perf.py table --runs FILE [--standalone "64=17000 256=20000"]
       the Markdown table, from the runs list the shell script wrote (one
       line per perf_analyzer run, tab-separated: model, input, batch,
       concurrency, preprocess model, consumer model, CSV, stats before,
       stats after, log, note).
+
+stats and table need only the standard library and run by path on the GPU
+machine, where a site-packages folder named tests could shadow the repository's
+(a regular package wins over this namespace one). That the server reads
+perf_analyzer's inputs as the images is a test: test_perf.py.
 """
 import argparse
 import csv
-import glob
-import http.client
 import json
 import os
-import struct
+import pathlib
+import shutil
 import sys
 import urllib.request
 
-import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_triton_check import MEAN, STD, InferError, http_infer  # noqa: E402
+def jpegs(a):
+    from bench.common import classify
 
-
-def bytes_body(rows, outputs):
-    """An inference request with the binary extension: [B, 1] BYTES IMAGE."""
-    data = b"".join(struct.pack("<I", len(r)) + r for r in rows)
-    hdr = json.dumps({
-        "inputs": [{"name": "IMAGE", "shape": [len(rows), 1], "datatype": "BYTES",
-                    "parameters": {"binary_data_size": len(data)}}],
-        "outputs": [{"name": "PIXELS", "parameters": {"binary_data": True}}],
-    }).encode()
-    return hdr, hdr + data
-
-
-def check(a):
-    files = sorted(glob.glob(os.path.join(a.corpus, "*.jp*g")))
-    if not files:
-        sys.exit(f"gpu_triton_perf.py: no JPEGs in {a.corpus}")
-    width = max(os.path.getsize(f) for f in files)  # perf_data.py --pad pads to the largest
-    rows = [open(f, "rb").read() for f in files[:: max(1, len(files) // 8)][:8]]
-    conn = http.client.HTTPConnection(a.http, timeout=120)
-    failed = False
-    for model in a.models.split(","):
-        single = model.removesuffix("_bytes")
-        try:
-            if model.endswith("_bytes"):
-                form = "BYTES elements"
-                got = http_infer(conn, model, None, ["PIXELS"], bytes_body(rows, ["PIXELS"]))["PIXELS"]
-            else:
-                form = f"UINT8 rows zero-padded to {width} bytes"
-                got = http_infer(conn, model, [r + bytes(width - len(r)) for r in rows], ["PIXELS"])["PIXELS"]
-            want = np.stack([http_infer(conn, single, [r], ["PIXELS"])["PIXELS"][0] for r in rows])
-        except InferError as e:
-            print(f"FAIL perf input {model}: {e}")
-            failed = True
-            continue
-        d = np.abs((got * STD + MEAN) - (want * STD + MEAN)) * 255
-        ok = got.shape == want.shape and d.mean() <= 0.5 and d.max() <= 4
-        failed |= not ok
-        print(f"{'PASS' if ok else 'FAIL'} perf input {model}: a batch of {len(rows)} as {form} against each "
-              f"image alone to {single}: mean |diff| {d.mean():.3f}, max {d.max():.1f} levels (limits 0.5, 4)")
-    return 1 if failed else 0
+    corpus, dst = pathlib.Path(a.corpus), pathlib.Path(a.dst)
+    files = sorted(p for d in ("jpeg/derived", "jpeg/native") for p in (corpus / d).glob("*.jp*g"))
+    for p in files:
+        if classify(p) == "baseline colour":
+            if (dst / p.name).exists():
+                sys.exit(f"two {p.name}")
+            shutil.copy(p, dst / p.name)
+    return 0
 
 
 def stats(a):
@@ -144,10 +112,9 @@ def table(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("check")
-    c.add_argument("--http", required=True)
-    c.add_argument("--models", required=True)
-    c.add_argument("--corpus", required=True)
+    j = sub.add_parser("jpegs")
+    j.add_argument("corpus")
+    j.add_argument("dst")
     s = sub.add_parser("stats")
     s.add_argument("--http", required=True)
     s.add_argument("-o", "--out", required=True)
@@ -155,7 +122,7 @@ def main():
     t.add_argument("--runs", required=True)
     t.add_argument("--standalone", default="", help='standalone images/s per batch size: "64=17000 256=20000"')
     a = ap.parse_args()
-    return {"check": check, "stats": stats, "table": table}[a.cmd](a)
+    return {"jpegs": jpegs, "stats": stats, "table": table}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def crd_schemas(crd):
 
 def main():
     if len(sys.argv) != 5:
-        sys.exit("usage: chart_schemas.py OUT_DIR SWAGGER_JSON PROMETHEUS_OPERATOR_DIR KEDA_DIR")
+        sys.exit("usage: deploy/helm/schemas.py OUT_DIR SWAGGER_JSON PROMETHEUS_OPERATOR_DIR KEDA_DIR")
     out, swagger, prom, keda = (pathlib.Path(a) for a in sys.argv[1:])
     out.mkdir(parents=True, exist_ok=True)
     defs = json.loads(swagger.read_text())["definitions"]

@@ -1,0 +1,224 @@
+"""The client side of the GPU-machine Triton checks (this folder's tests):
+requests over HTTP (the binary extension; numpy only) and gRPC
+(tritonclient, imported when used), metrics, model control, and the
+concurrent load of check (f).
+"""
+import http.client
+import json
+import multiprocessing as mp
+import re
+import struct
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+
+# ImageNet normalisation of the shipped pipeline: PIXELS * STD + MEAN is the 0..1 image.
+MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
+STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
+DTYPES = {"FP32": np.float32, "INT32": np.int32, "BOOL": np.bool_}
+
+
+class InferError(Exception):
+    pass
+
+
+def http_body(rows, outputs):
+    """An inference request with the binary extension: [B, N] UINT8 IMAGE."""
+    data = np.stack([np.frombuffer(r, np.uint8) for r in rows])
+    hdr = json.dumps({
+        "inputs": [{"name": "IMAGE", "shape": list(data.shape), "datatype": "UINT8",
+                    "parameters": {"binary_data_size": data.nbytes}}],
+        "outputs": [{"name": o, "parameters": {"binary_data": True}} for o in outputs],
+    }).encode()
+    return hdr, hdr + data.tobytes()
+
+
+def bytes_body(rows, outputs):
+    """An inference request with the binary extension: [B, 1] BYTES IMAGE."""
+    data = b"".join(struct.pack("<I", len(r)) + r for r in rows)
+    hdr = json.dumps({
+        "inputs": [{"name": "IMAGE", "shape": [len(rows), 1], "datatype": "BYTES",
+                    "parameters": {"binary_data_size": len(data)}}],
+        "outputs": [{"name": o, "parameters": {"binary_data": True}} for o in outputs],
+    }).encode()
+    return hdr, hdr + data
+
+
+def http_infer(conn, model, rows, outputs, body=None):
+    hdr, payload = body or http_body(rows, outputs)
+    conn.request("POST", f"/v2/models/{model}/infer", payload,
+                 {"Inference-Header-Content-Length": str(len(hdr)), "Content-Type": "application/octet-stream"})
+    resp = conn.getresponse()
+    raw = resp.read()
+    n = resp.getheader("Inference-Header-Content-Length")
+    if n is None and raw[:1] == b"{":
+        # No length header: the JSON header ends where its object does.
+        _, end = json.JSONDecoder().raw_decode(raw.decode("latin-1"))
+        n = str(end) if end < len(raw) else None
+    head = json.loads(raw[: int(n)] if n else raw)
+    if resp.status != 200:
+        raise InferError(head.get("error", raw[:300].decode(errors="replace")))
+    res = {}
+    if n is None:  # small outputs may come back as JSON data
+        if any("data" not in o for o in head["outputs"]):
+            raise InferError(f"response without data or binary header: {raw[:300]!r}")
+        for o in head["outputs"]:
+            res[o["name"]] = np.array(o["data"], DTYPES[o["datatype"]]).reshape(o["shape"])
+        return res
+    off = int(n)
+    for o in head["outputs"]:
+        size = o["parameters"]["binary_data_size"]
+        res[o["name"]] = np.frombuffer(raw[off: off + size], DTYPES[o["datatype"]]).reshape(o["shape"])
+        off += size
+    return res
+
+
+def grpc_infer(hostport, model, rows, outputs):
+    """One request over gRPC (tritonclient): {name: array}."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+    cli = grpcclient.InferenceServerClient(hostport)
+    x = grpcclient.InferInput("IMAGE", [len(rows), len(rows[0])], "UINT8")
+    x.set_data_from_numpy(np.stack([np.frombuffer(r, np.uint8) for r in rows]))
+    try:
+        r = cli.infer(model, [x], outputs=[grpcclient.InferRequestedOutput(o) for o in outputs])
+    except InferenceServerException as e:
+        raise InferError(str(e))
+    return {o: r.as_numpy(o) for o in outputs}
+
+
+def get(url, timeout=5):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except Exception as e:  # connection refused, timeout
+        return 0, str(e)
+
+
+def ready(http_hostport, model):
+    return get(f"http://{http_hostport}/v2/models/{model}/ready")[0] == 200
+
+
+def repository(http_hostport, action, model):
+    """Model control: action is load or unload."""
+    req = urllib.request.Request(f"http://{http_hostport}/v2/repository/models/{model}/{action}", data=b"{}",
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return r.status
+
+
+def wait_until(cond, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"not done in {seconds} s")
+
+
+def decoded_metric(metrics_hostport):
+    """sluice_gpu_decoded_images_total summed over its series, and the series' lines."""
+    st, text = get(f"http://{metrics_hostport}/metrics")
+    total, lines = 0.0, []
+    for line in text.splitlines():
+        if line.startswith("sluice_gpu_decoded_images_total"):
+            lines.append(line)
+            total += float(line.rsplit(" ", 1)[1])
+    return total, lines
+
+
+def series(metrics_hostport, family, model):
+    """{gpu: value} of a family's series for a model, summed over its other labels."""
+    _, text = get(f"http://{metrics_hostport}/metrics", timeout=10)
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith(family + "{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        if labels.get("model") != model:
+            continue
+        g = int(labels.get("gpu", -1))
+        out[g] = out.get(g, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+# ---------------------------------------------------------------- load
+def _worker(args):
+    model, batch, seconds, threads, proto, hostport, files, start_at, wid, outputs = args
+    rows_of = []
+    for i in range(len(files)):
+        data = open(files[(i + wid) % len(files)], "rb").read()
+        rows_of.append([data] * batch)  # B copies: a [B, N] request needs equal sizes
+    counts = {"ok": 0, "err": 0, "lat": [], "first_err": None}
+    lock = threading.Lock()
+    stop_at = start_at + seconds
+
+    def run_thread(tid):
+        k = tid
+        if proto == "grpc":
+            import tritonclient.grpc as grpcclient
+            cli = grpcclient.InferenceServerClient(hostport)
+            reqs = []
+            for rows in rows_of:
+                x = grpcclient.InferInput("IMAGE", [batch, len(rows[0])], "UINT8")
+                x.set_data_from_numpy(np.stack([np.frombuffer(r, np.uint8) for r in rows]))
+                reqs.append(x)
+            outs = [grpcclient.InferRequestedOutput(o) for o in outputs]
+
+            def call(i):
+                cli.infer(model, [reqs[i]], outputs=outs)
+        else:
+            conn = http.client.HTTPConnection(hostport, timeout=60)
+            bodies = [http_body(rows, outputs) for rows in rows_of]
+
+            def call(i):
+                http_infer(conn, model, None, outputs, bodies[i])
+        while time.time() < start_at:
+            time.sleep(0.001)
+        while True:
+            t0 = time.time()
+            if t0 >= stop_at:
+                break
+            try:
+                call(k % len(rows_of))
+                t1 = time.time()
+                with lock:
+                    if t1 <= stop_at:
+                        counts["ok"] += 1
+                        counts["lat"].append(t1 - t0)
+            except Exception as e:  # count and go on: a failing model shows as errors
+                with lock:
+                    counts["err"] += 1
+                    counts["first_err"] = counts["first_err"] or str(e)[:300]
+                time.sleep(0.01)
+            k += threads
+
+    ts = [threading.Thread(target=run_thread, args=(t,)) for t in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return counts
+
+
+def load(model, batch, seconds, procs, threads, proto, hostport, files, outputs):
+    """procs processes of threads clients each, for seconds: requests, infer/s, images/s, p50, p99."""
+    ctx = mp.get_context("spawn")
+    start_at = time.time() + 4  # the workers import and build their requests first
+    with ctx.Pool(procs) as pool:
+        res = pool.map(_worker, [(model, batch, seconds, threads, proto, hostport, files, start_at, w, outputs)
+                                 for w in range(procs)])
+    ok = sum(r["ok"] for r in res)
+    err = sum(r["err"] for r in res)
+    lat = sorted(x for r in res for x in r["lat"])
+    first_err = next((r["first_err"] for r in res if r["first_err"]), None)
+    p = lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))] * 1000, 2) if lat else None  # noqa: E731
+    return {"model": model, "batch": batch, "concurrency": procs * threads, "protocol": proto,
+            "seconds": seconds, "requests": ok, "errors": err, "infer_per_s": round(ok / seconds, 1),
+            "images_per_s": round(ok * batch / seconds, 1), "p50_ms": p(0.5), "p99_ms": p(0.99),
+            "first_error": first_err}
