@@ -43,9 +43,9 @@ DIRS="jpeg/derived jpeg/native"
 OUT=$REPO/build/perf
 VENV=${TRITON_VENV:-$REPO/.venv-triton}
 SLUICE=${SLUICE_BIN:-$REPO/build/sluice}
-CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
 . "$REPO/scripts/lib.sh"
+CORPUS=$(corpus_dir)
 
 while [ $# -gt 0 ]; do
   case "$1" in

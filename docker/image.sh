@@ -25,9 +25,9 @@ CACHE=${IMAGE_CACHE:-/var/tmp/sluice-image}
 TAG=localhost/sluice:testbase
 SMOKE=1 REBUILD_BASES=()
 PHOTOS=(jpeg/derived/lom-bridge_full_512x384_b420q75.jpg)
-CORPUS=${SLUICE_CORPUS:-$REPO/../shared/corpus}
 
 . "$REPO/scripts/lib.sh"
+CORPUS=$(corpus_dir)
 
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -106,8 +106,8 @@ build() {
 	# first, then the other parts while the total fits. The tests need all
 	# of it (broken/ for the per-sample errors, png/, edge/ and the odd
 	# JPEGs for the CPU route): a part left out fails the build, named.
-	local src=$ROOT/../shared/corpus
-	if [ -n "${SLUICE_CORPUS:-}" ]; then src=$SLUICE_CORPUS; fi
+	local src
+	src=$(corpus_dir)
 	local req=(MANIFEST.tsv README.md jpeg/derived jpeg/native)
 	local opt=(broken png edge jpeg/tiny jpeg/exif jpeg/large)
 	mkdir -p "$dir/corpus"

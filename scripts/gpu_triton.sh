@@ -116,7 +116,8 @@ EOF
 		xz -9 -T0 -c "$stage/libtriton_sluice.so" >"$dir/libtriton_sluice.so.xz" || return 1
 	echo "libtriton_sluice.so: $(mb "$(size "$so")"), stripped $(mb "$(size "$stage/libtriton_sluice.so")"), xz $(mb "$(size "$dir/libtriton_sluice.so.xz")")"
 
-	local corpus=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
+	local corpus
+	corpus=$(corpus_dir)
 	mkdir -p "$dir/corpus" && cp "$corpus"/jpeg/derived/*.jpg "$dir/corpus/" || return 1
 	cp -r "$corpus/broken" "$corpus/MANIFEST.tsv" "$dir/" || return 1
 	# Every other format, as tests/triton/test_formats.py makes them from a

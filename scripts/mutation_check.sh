@@ -18,8 +18,10 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
+. "$ROOT/scripts/lib.sh"
 py=${1:-.venv/bin/python}
-export SLUICE_CORPUS=${SLUICE_CORPUS:-$ROOT/../shared/corpus}
+SLUICE_CORPUS=$(corpus_dir)
+export SLUICE_CORPUS
 if [ ! -e "$SLUICE_CORPUS/MANIFEST.tsv" ]; then
 	if [ "${SLUICE_REQUIRE_CORPUS:-}" = 1 ]; then
 		echo "mutation check FAILED: no photo corpus at $SLUICE_CORPUS (SLUICE_REQUIRE_CORPUS=1)" >&2

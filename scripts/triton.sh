@@ -112,7 +112,7 @@ howto() {
   # shellcheck disable=SC1090
   . "$ENV_FILE"
   local h=$TRITON_HOST hp=$TRITON_HTTP_PORT gp=$TRITON_GRPC_PORT mp=$TRITON_METRICS_PORT
-  local py=$TRITON_VENV/bin/python corpus=${SLUICE_CORPUS:-$REPO/../shared/corpus} photo=photo.jpg
+  local py=$TRITON_VENV/bin/python corpus=$(corpus_dir) photo=photo.jpg
   if [ -d "$corpus/jpeg/derived" ]; then
     photo=$(cd "$corpus/jpeg/derived" && pwd)/lom-bridge_full_512x384_b420q75.jpg
     [ -f "$photo" ] || photo=photo.jpg
