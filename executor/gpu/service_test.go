@@ -132,11 +132,13 @@ func paths(e *Executor) []Path {
 	return p
 }
 
-// TestGPUConcurrentRuns: batches from two goroutines on one executor, one
-// through Run (whose Result the executor reuses) and one into its own
-// Result, which must hold what a batch alone gives. Run under the race
-// detector (scripts/gpu.sh builds executor_gpu_race.test) it checks that
-// nothing of the executor is shared unguarded.
+// TestGPUConcurrentRuns: batches from three goroutines on one executor,
+// two through Run (whose Result the executor reuses: only their errors are
+// theirs) and one into its own Result, which must hold what a batch alone
+// gives. Run under the race detector (scripts/gpu.sh builds
+// executor_gpu_race.test) it checks that nothing of the executor is
+// shared unguarded: without Run's own lock, the two Runs raced on the
+// Result.
 func TestGPUConcurrentRuns(t *testing.T) {
 	gputest.Require(t)
 	var imgs [][]byte
@@ -159,16 +161,18 @@ func TestGPUConcurrentRuns(t *testing.T) {
 	}
 	want := slices.Clone(ref.Outputs[0].Data)
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for range 4 {
-			if _, err := e.Run(in); err != nil {
-				t.Error(err)
-				return
+	wg.Add(3)
+	for range 2 {
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				if _, err := e.Run(in); err != nil {
+					t.Error(err)
+					return
+				}
 			}
-		}
-	}()
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		own := executor.NewResult(e.prog)
