@@ -7,12 +7,14 @@ format sluice decodes with alpha, from the corpus and made here with Pillow.
 transformers is optional here (its Pillow processors need numpy and Pillow
 only, no torch); without it the processor tests skip."""
 
+import re
+
 import numpy as np
 import pytest
 from PIL import Image, features
 
 from tests import formats
-from tests.helpers import run_grouped
+from tests.helpers import ROOT, run_grouped
 
 # Corpus photos for the processors: colour and grey JPEGs of many sizes,
 # EXIF-tagged ones (transformers, like Pillow's open, ignores the tag), and
@@ -22,9 +24,6 @@ PHOTO_KINDS = ("jpeg/native", "jpeg/large", "jpeg/large-odd-size", "jpeg/exif-or
 # Float rounding only: the bound is far below one 0-255 level, which is
 # 1 / 255 / std, about 0.015 here.
 FLOAT_BOUND = 1e-4
-
-CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
-CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 
 
 def not_16bit_grey(paths):
@@ -56,13 +55,22 @@ def processor_pipeline(shorter, crop, mean, std, rounding):
     """
 
 
+def docs_pipeline(name):
+    """The pbtxt block of docs/pipelines.md whose pipeline is named name."""
+    for block in re.findall(r"\n```pbtxt\n(.*?)\n```\n", (ROOT / "docs/pipelines.md").read_text(), re.S):
+        if f'name: "{name}"' in block:
+            return block
+    raise AssertionError(f"docs/pipelines.md has no pipeline {name}")
+
+
 def processors():
     tf = pytest.importorskip("transformers")
     if not hasattr(tf, "CLIPImageProcessorPil"):
         pytest.skip(f"transformers {tf.__version__} has no *Pil image processors (5.x names them so)")
     return {
         # Its defaults: shortest edge 224, bicubic, crop 224, convert_to_rgb.
-        "clip": (tf.CLIPImageProcessorPil(), dict(shorter=224, crop=224, mean=CLIP_MEAN, std=CLIP_STD)),
+        # The guide's own example for it.
+        "clip": (tf.CLIPImageProcessorPil(), "clip_transformers"),
         # shortest_edge 224 with crop_pct 224/256: resize to 256, crop 224;
         # convert_to_rgb asked for, so that grey and RGBA files give RGB.
         "convnext": (
@@ -74,12 +82,16 @@ def processors():
 
 @pytest.mark.parametrize("name", ["clip", "convnext"])
 def test_processor_centre_crop(sluice, corpus, name):
-    proc, geometry = processors()[name]
+    proc, spec = processors()[name]
     paths = photos(corpus)
     want = {str(p): proc(Image.open(p), return_tensors="np")["pixel_values"][0] for p in paths}
     res = {}
     for rounding in ("floor", "half_even"):
-        res[rounding], _ = sluice.run(processor_pipeline(**geometry, rounding=rounding), paths)
+        if isinstance(spec, str):
+            text = docs_pipeline(spec).replace('str: "floor"', f'str: "{rounding}"')
+        else:
+            text = processor_pipeline(**spec, rounding=rounding)
+        res[rounding], _ = sluice.run(text, paths)
     worst, shifted = 0.0, []
     for p in paths:
         w = want[str(p)]
