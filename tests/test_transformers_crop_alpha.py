@@ -42,9 +42,11 @@ def processor_pipeline(shorter, crop, mean, std, rounding):
     return f"""
     version: 1
     input {{ name: "IMAGE" }}
-    node {{ op: "decode" arg {{ name: "orient" bool: false }} arg {{ name: "background" ints {{ v: [255, 255, 255] }} }} }}
+    node {{ op: "decode" arg {{ name: "orient" bool: false }}
+            arg {{ name: "background" ints {{ v: [255, 255, 255] }} }} }}
     node {{ op: "resize" arg {{ name: "shorter" int: {shorter} }} arg {{ name: "interp" str: "cubic" }} }}
-    node {{ op: "crop" arg {{ name: "size" ints {{ v: [{crop}, {crop}] }} }} arg {{ name: "rounding" str: "{rounding}" }} }}
+    node {{ op: "crop" arg {{ name: "size" ints {{ v: [{crop}, {crop}] }} }}
+            arg {{ name: "rounding" str: "{rounding}" }} }}
     node {{
       op: "normalize"
       arg {{ name: "scale" float: 0.00392156862745098 }}
