@@ -73,6 +73,12 @@ type Options struct {
 	// Orient applies the orientation (a JPEG's EXIF tag, an AVIF's
 	// irot/imir), so that the output is upright.
 	Orient bool
+	// Background, when set, flattens alpha: the image is decoded as RGBA
+	// and composited onto this opaque colour (R, G, B) exactly as Pillow's
+	// Image.alpha_composite(Image.new("RGBA", size, bg), im.convert("RGBA"))
+	// does, then converted to Color, which must have no alpha (RGB, BGR or
+	// GRAY). Images without alpha come out as without it.
+	Background *[3]byte
 	// Limits reject images that would cost too much, before any pixel
 	// buffer is allocated; the zero value means no limit. Only
 	// DecodeImage and Decode read it; Decoder.Header takes the limits.
@@ -206,6 +212,7 @@ type Image struct {
 // for concurrent use; Close releases it.
 type Decoder struct {
 	decs []FormatDecoder // by registry index, made on first use
+	flat []byte          // the RGBA image that Options.Background flattens
 }
 
 // NewDecoder makes a decoder. Format decoders (and their native handles)
@@ -220,6 +227,7 @@ func (d *Decoder) Close() {
 			d.decs[i] = nil
 		}
 	}
+	d.flat = nil
 }
 
 // Header recognises src by content and reads its header. Images over lim
@@ -283,7 +291,27 @@ func (d *Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	if len(dst) != oh*ow*oc {
 		return fmt.Errorf("codec: destination holds %d bytes; %dx%dx%d needs %d", len(dst), oh, ow, oc, oh*ow*oc)
 	}
-	return d.decs[h.format-1].Decode(dst, src, h, o)
+	fd := d.decs[h.format-1]
+	if o.Background == nil {
+		return fd.Decode(dst, src, h, o)
+	}
+	if oc == 4 {
+		return fmt.Errorf("codec: Background flattens alpha, but the output colour %v keeps it", o.Color)
+	}
+	if h.Format == "JPEG" {
+		// No JPEG carries alpha: compositing opaque pixels is the identity.
+		return fd.Decode(dst, src, h, o)
+	}
+	// Every format decoder already writes RGBA as Pillow's convert("RGBA")
+	// (a PNG's tRNS included); flattening that one buffer covers them all.
+	ro := o
+	ro.Color, ro.Background = RGBA, nil
+	d.flat = grow(d.flat, oh*ow*4)
+	if err := fd.Decode(d.flat, src, h, ro); err != nil {
+		return err
+	}
+	flatten(dst, d.flat, *o.Background, o.color())
+	return nil
 }
 
 // TooLargeErr is the error for a w×h image over a pixel limit, or nil when

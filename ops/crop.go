@@ -18,9 +18,9 @@ var cropSchema = &Schema{
 		{
 			Name: "size",
 			Type: IntsArg,
-			Doc: "centre crop [height, width], torchvision's rule: top = round((H-height)/2) with " +
+			Doc: "centre crop [height, width], by default torchvision's rule: top = round((H-height)/2) with " +
 				"round half to even; when the crop is taller than the image, top = -((height-H)//2) " +
-				"(the extra row of fill goes to the bottom). Likewise for left",
+				"(the extra row of fill goes to the bottom). Likewise for left. See rounding",
 			Lens: []int{2},
 			Min:  1, Max: maxSide,
 		},
@@ -40,6 +40,15 @@ var cropSchema = &Schema{
 			Lens: []int{4},
 			Min:  0, Max: 1,
 		},
+		{
+			Name: "rounding",
+			Type: StringArg,
+			Doc: "with size only: how the centre window's offset rounds when the margin is odd. half_even " +
+				"(when absent) is torchvision's center_crop, top = round((H-height)/2) with round half to even; " +
+				"floor is transformers' center_crop, top = (H-height)//2 (floor division), which also puts an " +
+				"odd row of fill at the top when the crop is taller than the image. Likewise for left",
+			Enum: []string{"half_even", "floor"},
+		},
 		fillArg(0),
 	},
 	New: newCrop,
@@ -55,8 +64,9 @@ const (
 
 type cropOp struct {
 	mode      cropMode
-	top, left int // cropROI
-	h, w      int // cropCenter, cropROI
+	floor     bool // cropCenter: transformers' (H-h)//2 instead of torchvision's rule
+	top, left int  // cropROI
+	h, w      int  // cropCenter, cropROI
 	rel       [4]float64
 	fill      fill
 }
@@ -67,10 +77,16 @@ func newCrop(a Args) (Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No schema default for rounding: a rounding given with roi or
+	// roi_rel must be seen, and refused, since it would change nothing.
+	if a.Has("rounding") && given != "size" {
+		return nil, &ArgError{"rounding", fmt.Sprintf("applies to centre crops (size) only, not to %s", given)}
+	}
 	switch given {
 	case "size":
 		s := a.Ints("size")
 		o.mode, o.h, o.w = cropCenter, s[0], s[1]
+		o.floor = a.Str("rounding") == "floor"
 	case "roi":
 		r := a.Ints("roi")
 		if r[2] < 1 || r[3] < 1 {
@@ -98,10 +114,25 @@ func centerStart(in, out int) int {
 	return roundHalfEven(float64(in-out) / 2)
 }
 
-// window gives the crop window for an input of h×w.
+// floorStart is transformers' center_crop offset: (in-out)//2 with
+// Python's floor division, for cropping and padding alike (its padding
+// puts ceil((out-in)/2) before the image, the same start).
+func floorStart(in, out int) int {
+	d := in - out
+	if d < 0 {
+		return -((1 - d) / 2)
+	}
+	return d / 2
+}
+
+// window gives the crop window for an input of h×w. Every executor takes
+// it from here: Run, the fused resize+crop and the GPU chain (GPU).
 func (o *cropOp) window(h, w int) (top, left, wh, ww int) {
 	switch o.mode {
 	case cropCenter:
+		if o.floor {
+			return floorStart(h, o.h), floorStart(w, o.w), o.h, o.w
+		}
 		return centerStart(h, o.h), centerStart(w, o.w), o.h, o.w
 	case cropROI:
 		return o.top, o.left, o.h, o.w

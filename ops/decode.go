@@ -28,6 +28,13 @@ func init() {
 			// instances of one model would disagree.
 			{Name: "dct_scale", Type: BoolArg, Default: BoolVal(false),
 				Doc: "let a resize or letterbox consumer make JPEGs decode at a reduced DCT scale: faster on large JPEGs, not bit-exact with Pillow"},
+			// No default: absent means alpha is dropped (or kept by RGBA
+			// and BGRA), as before.
+			{Name: "background", Type: IntsArg, Lens: []int{3}, Min: 0, Max: 255,
+				Doc: "[r, g, b]: composite an image with alpha onto this opaque colour, bit-exact with Pillow's " +
+					"Image.alpha_composite(Image.new(\"RGBA\", size, background), im.convert(\"RGBA\")).convert(\"RGB\") " +
+					"(transformers' convert_to_rgb uses white, [255, 255, 255]); a PNG's tRNS counts as alpha. " +
+					"Needs color RGB, BGR or GRAY. Absent: alpha is dropped, not composited (Pillow's convert(\"RGB\"))"},
 		},
 		New: newDecode,
 	})
@@ -37,7 +44,8 @@ type decodeOp struct {
 	color    Color
 	orient   bool
 	dctScale bool
-	sizer    Sizer // the only consumer, when it sizes from the input alone
+	bg       *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
+	sizer    Sizer    // the only consumer, when it sizes from the input alone
 }
 
 func newDecode(a Args) (Op, error) {
@@ -45,7 +53,15 @@ func newDecode(a Args) (Op, error) {
 	if err != nil {
 		return nil, &ArgError{"color", err.Error()}
 	}
-	return &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}, nil
+	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}
+	if a.Has("background") {
+		if col.Channels() == 4 {
+			return nil, &ArgError{"background", fmt.Sprintf("flattens alpha, but color %v keeps it: use RGB, BGR or GRAY", col)}
+		}
+		b := a.Ints("background")
+		o.bg = &[3]byte{byte(b[0]), byte(b[1]), byte(b[2])}
+	}
+	return o, nil
 }
 
 func (o *decodeOp) Infer(in []Spec) ([]Spec, error) {
@@ -120,9 +136,13 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h)}
+	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg}
 	oh, ow, oc := h.OutSize(opt)
-	st.held = max(st.held, 4*oh*ow)
+	held := 4 * oh * ow
+	if o.bg != nil {
+		held *= 2 // and the RGBA image that the decoder flattens
+	}
+	st.held = max(st.held, held)
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)
 	if err != nil {
 		return err

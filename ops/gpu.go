@@ -65,10 +65,11 @@ func (g *Geom) setFill(op string, f fill) error {
 var ErrNotOnGPU = errors.New("not supported on the GPU")
 
 // GPUDecoder is implemented by the operator a GPU chain starts with
-// (decode): the colour it produces and whether it applies the EXIF
-// orientation. The executor decodes the image itself.
+// (decode): the colour it produces, whether it applies the EXIF
+// orientation, and the colour alpha is flattened onto (nil: none; the
+// colour then has no alpha). The executor decodes the image itself.
 type GPUDecoder interface {
-	GPUDecode() (col Color, orient bool)
+	GPUDecode() (col Color, orient bool, background *[3]byte)
 }
 
 // GPUStage is implemented by operators that change an image's geometry on

@@ -295,7 +295,8 @@ def test_imagenet_pipeline_vs_reference(sluice, corpus):
     for p in paths:
         got = res[str(p)]["PIXELS"]
         assert got.shape == (3, 224, 224) and got.dtype == np.float32
-        crop, want = imagenet_reference(pil_rgb(p))
+        # torchvision reads with PIL.Image.open: no EXIF rotation (orient: false)
+        crop, want = imagenet_reference(pil_rgb(p, orient=False))
         # The pixels before normalize are Pillow's, bit for bit ...
         back = np.rint((got * STD[:, None, None] + MEAN[:, None, None]) * 255).transpose(1, 2, 0)
         np.testing.assert_array_equal(back, crop, err_msg=p.name)

@@ -266,7 +266,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 			}
 			smp.path = retryPath(smp.path)
 		}
-		if err := w.decode(smp, e.chain.color, e.opt.Limits, e.mem.base); err != nil {
+		if err := w.decode(smp, e.chain.color, e.chain.bg, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)
 		}
 	})

@@ -15,7 +15,8 @@ import (
 type chain struct {
 	color  ops.Color // what decode produces
 	orient bool
-	srcC   int // channels of the decoded intermediate: 3, or 4 when alpha is kept
+	bg     *[3]byte // decode's background: alpha flattened on the CPU workers, nil for none
+	srcC   int      // channels of the decoded intermediate: 3, or 4 when alpha is kept
 	stages []stage
 	params kernels.Params
 	image  int // index of the image among the pipeline outputs
@@ -62,7 +63,7 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 			if !ok || nd.In[0].Node != pipeline.InputRef {
 				return nil, notGPU("the first node must decode the input, not %s", nd.Name)
 			}
-			c.color, c.orient = d.GPUDecode()
+			c.color, c.orient, c.bg = d.GPUDecode()
 			continue
 		}
 		if len(nd.In) != 1 || nd.In[0] != (pipeline.Ref{Node: i - 1, Port: 0}) {
@@ -125,6 +126,9 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 	} else {
 		c.outHW = [2]int{spec.Dims[0], spec.Dims[1]}
 	}
+	// With a background the colour has no alpha (decode refuses RGBA and
+	// BGRA with it): the CPU workers flatten an image's alpha while
+	// decoding, and the intermediate is RGB like a JPEG's.
 	c.srcC = 3
 	if ch == 4 {
 		c.srcC = 4

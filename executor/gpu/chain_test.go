@@ -95,3 +95,33 @@ func TestChainParams(t *testing.T) {
 		t.Errorf("letterbox side outputs %+v (%d bytes)", lb.side, lb.sideN)
 	}
 }
+
+// decode's background reaches the CPU workers' decode, with a 3-channel
+// intermediate (the alpha is flattened there); a crop's rounding reaches
+// the geometry through the operator itself.
+func TestChainBackground(t *testing.T) {
+	ch, err := newChain(compile(t, `version: 1 input { name: "I" }
+		node { op: "decode" arg { name: "background" ints { v: [255, 255, 255] } } }
+		node { op: "crop" arg { name: "size" ints { v: [8, 8] } } arg { name: "rounding" str: "floor" } }
+		output { name: "O" }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.bg == nil || *ch.bg != [3]byte{255, 255, 255} || ch.srcC != 3 || ch.outC != 3 {
+		t.Errorf("background %v, intermediate channels %d, output channels %d", ch.bg, ch.srcC, ch.outC)
+	}
+	g := ops.NewGeom(11, 8, ch.color, ops.Limits{})
+	if err := ch.stages[0].op.GPU(nil, &g, nil); err != nil || g.Win != [4]int{1, 0, 8, 8} {
+		t.Errorf("floor crop of 11 rows to 8: window %v (%v), want top 1", g.Win, err)
+	}
+	plain, err := newChain(compile(t, `version: 1 input { name: "I" }
+		node { op: "decode" arg { name: "color" str: "RGBA" } }
+		node { op: "crop" arg { name: "size" ints { v: [8, 8] } } }
+		output { name: "O" }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.bg != nil || plain.srcC != 4 {
+		t.Errorf("RGBA without a background: %v, %d channels", plain.bg, plain.srcC)
+	}
+}

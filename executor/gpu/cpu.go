@@ -89,8 +89,9 @@ func (z *sizer) unbindSide(k int) {
 }
 
 // decode decodes one sample at its stored orientation (the kernel
-// applies EXIF orientation for every path alike) and uploads it.
-func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda.DevicePtr) error {
+// applies EXIF orientation for every path alike) and uploads it; bg, when
+// set, flattens the image's alpha onto it as the CPU executor's decode does.
+func (w *cpuWorker) decode(smp *sample, col ops.Color, bg *[3]byte, lim ops.Limits, base cuda.DevicePtr) error {
 	if w == nil {
 		return errNoContext
 	}
@@ -98,7 +99,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 	if err != nil {
 		return ops.DecodeError(err)
 	}
-	opt := codec.Options{Color: codec.RGB}
+	opt := codec.Options{Color: codec.RGB, Background: bg}
 	switch {
 	case col == ops.Gray, smp.c == 1:
 		// libjpeg's own grey (the luma plane), as the CPU executor; for
@@ -108,7 +109,11 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, lim ops.Limits, base cuda
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
-	w.held(smp.h * smp.w * 4)
+	held := smp.h * smp.w * 4
+	if bg != nil {
+		held *= 2 // and the RGBA image that the decoder flattens
+	}
+	w.held(held)
 	if err := growPinned(&w.pinned, n); err != nil {
 		return err
 	}
