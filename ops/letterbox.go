@@ -51,9 +51,12 @@ func newLetterbox(a Args) (Op, error) {
 	o := &letterboxOp{
 		h: s[0], w: s[len(s)-1],
 		f:       parseInterp(a.Str("interp")),
-		aa:      a.Bool("antialias"),
 		fill:    newFill(a.Floats("fill")),
 		scaleup: a.Bool("scaleup"),
+	}
+	var err error
+	if o.aa, err = parseAntialias(a, o.f); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

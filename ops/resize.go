@@ -62,7 +62,11 @@ type resizeOp struct {
 }
 
 func newResize(a Args) (Op, error) {
-	o := &resizeOp{f: parseInterp(a.Str("interp")), aa: a.Bool("antialias")}
+	o := &resizeOp{f: parseInterp(a.Str("interp"))}
+	var err error
+	if o.aa, err = parseAntialias(a, o.f); err != nil {
+		return nil, err
+	}
 	given, err := a.OneOf("resize", "size", "shorter", "longer")
 	if err != nil {
 		return nil, err
