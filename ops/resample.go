@@ -88,16 +88,20 @@ var interpArgs = []ArgSpec{
 
 // parseAntialias reads the antialias argument for filter f: true when
 // absent, except for opencv_linear, which does no antialiasing and refuses
-// to be asked for it rather than silently ignoring it.
+// to be asked for it rather than silently ignoring it. The value in effect
+// is written back into a, as Check does with schema defaults, so that a
+// compiled pipeline's description shows it either way.
 func parseAntialias(a Args, f interp) (bool, error) {
+	aa := !a.Has("antialias") || a.Bool("antialias")
 	if f == interpOpenCVLinear {
-		if a.Has("antialias") && a.Bool("antialias") {
+		if a.Has("antialias") && aa {
 			return false, &ArgError{"antialias", `true is not possible with interp "opencv_linear": ` +
 				"OpenCV's INTER_LINEAR does no antialiasing; leave antialias out or set it false"}
 		}
-		return false, nil
+		aa = false
 	}
-	return !a.Has("antialias") || a.Bool("antialias"), nil
+	a["antialias"] = BoolVal(aa)
+	return aa, nil
 }
 
 // Fixed point: 22 fractional bits leave 8 bits for the value and 2 for the

@@ -147,27 +147,33 @@ func (r *resampler) resampleCV(dst []byte, stride, dh, dw int, win rect, src []b
 }
 
 // cvHPass is HResizeLinear on one source row, for outputs x0..x0+n-1.
+// The re-slicing lets the compiler drop bounds checks from the loops.
 func cvHPass(d []int32, s []byte, c int, t *cvAxis, x0, n int) {
-	for x := range n {
-		i := x0 + x
-		p := int(t.s[i]) * c
-		o := d[x*c : x*c+c]
-		if i >= t.edge {
-			for k := range o {
-				o[k] = int32(s[p+k]) * 2048
-			}
-			continue
-		}
-		w0, w1 := t.w[2*i], t.w[2*i+1]
+	d = d[:n*c]
+	split := min(max(t.edge-x0, 0), n) // outputs before it interpolate, from it on copy
+	w := t.w[2*x0 : 2*(x0+split)]
+	for x := range split {
+		p := int(t.s[x0+x]) * c
+		w0, w1 := w[2*x], w[2*x+1]
+		a, b, o := s[p:p+c], s[p+c:p+2*c], d[x*c:x*c+c]
 		for k := range o {
-			o[k] = int32(s[p+k])*w0 + int32(s[p+c+k])*w1
+			o[k] = int32(a[k])*w0 + int32(b[k])*w1
+		}
+	}
+	for x := split; x < n; x++ {
+		p := int(t.s[x0+x]) * c
+		a, o := s[p:p+c], d[x*c:x*c+c]
+		for k := range o {
+			o[k] = int32(a[k]) * 2048
 		}
 	}
 }
 
 // cvVPass is VResizeLinear<uchar>: each product loses its low 16 bits
 // (the SIMD path multiplies int16 halves, mulhi), then one rounding shift.
+// The sum cannot leave 0..255; the clamp is the SIMD path's saturation.
 func cvVPass(d []byte, r0, r1 []int32, w0, w1 int32) {
+	r0, r1 = r0[:len(d)], r1[:len(d)]
 	for j := range d {
 		v := (w0*(r0[j]>>4))>>16 + (w1*(r1[j]>>4))>>16
 		d[j] = byte(min(max((v+2)>>2, 0), 255))

@@ -7,7 +7,7 @@ func init() { Register(resizeSchema) }
 var resizeSchema = &Schema{
 	Name: "resize",
 	Doc: "Resizes an image to an exact size or by one side, keeping the aspect ratio, with Pillow's " +
-		"resampling (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
+		"resampling or OpenCV's bilinear (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
 		"result is fused into it: only the kept window is computed, with the same pixels.",
 	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
 	Outputs: []Port{{Name: "image", Doc: "the resized image, same colour"}},
