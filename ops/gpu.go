@@ -33,9 +33,13 @@ type Geom struct {
 
 // Filter is the resampling of the one resize a GPU chain may have.
 type Filter struct {
-	Interp    int // 0 nearest, 1 linear, 2 cubic, 3 area: Pillow's filters
+	Interp    int // 0 nearest, 1 linear, 2 cubic, 3 area: Pillow's filters; InterpOpenCVLinear
 	Antialias bool
 }
+
+// InterpOpenCVLinear is Filter.Interp for interp "opencv_linear", OpenCV's
+// fixed-point bilinear, which the fused kernel does not implement.
+const InterpOpenCVLinear = int(interpOpenCVLinear)
 
 // NewGeom starts a chain on an upright decoded image of h×w.
 func NewGeom(h, w int, col Color, lim Limits) Geom {

@@ -11,7 +11,7 @@ var letterboxSchema = &Schema{
 	Name: "letterbox",
 	Doc: "YOLO-style letterbox: resizes the image keeping its aspect ratio to fit a fixed canvas and " +
 		"centres it there, padding with fill. Rounding as ultralytics' LetterBox; for its pixels too " +
-		"(cv2.resize INTER_LINEAR) use antialias=false, which matches OpenCV within 1.",
+		"(cv2.resize INTER_LINEAR) use interp opencv_linear, which is OpenCV's bit for bit.",
 	Inputs: []Port{{Name: "image", Doc: "HWC UINT8 image"}},
 	Outputs: []Port{
 		{Name: "image", Doc: "the canvas, [height, width, C], same colour"},
@@ -51,9 +51,12 @@ func newLetterbox(a Args) (Op, error) {
 	o := &letterboxOp{
 		h: s[0], w: s[len(s)-1],
 		f:       parseInterp(a.Str("interp")),
-		aa:      a.Bool("antialias"),
 		fill:    newFill(a.Floats("fill")),
 		scaleup: a.Bool("scaleup"),
+	}
+	var err error
+	if o.aa, err = parseAntialias(a, o.f); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -39,10 +39,13 @@ const (
 	interpLinear
 	interpCubic
 	interpArea
+	// interpOpenCVLinear is OpenCV's fixed-point INTER_LINEAR, not a
+	// Pillow filter: resample_cv.go.
+	interpOpenCVLinear
 )
 
 // interpNames are the values of the "interp" argument, in interp order.
-var interpNames = []string{"nearest", "linear", "cubic", "area"}
+var interpNames = []string{"nearest", "linear", "cubic", "area", "opencv_linear"}
 
 func parseInterp(s string) interp {
 	for i, n := range interpNames {
@@ -64,7 +67,10 @@ var interpArgs = []ArgSpec{
 		Doc: "resampling filter, as Pillow's Image.resize: nearest (NEAREST), linear (BILINEAR), " +
 			"cubic (BICUBIC, a=-0.5), area (BOX: when shrinking, the mean of the input pixels whose " +
 			"centres fall in the output pixel; OpenCV's INTER_AREA also weighs partly covered pixels). " +
-			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied",
+			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied. " +
+			"opencv_linear is OpenCV's cv2.resize(interpolation=INTER_LINEAR) bit for bit (its 11-bit " +
+			"fixed point, and its 2×2 average for an exact halving), for detectors trained on cv2 " +
+			"preprocessing; it never antialiases, and runs on the CPU executor only",
 		Default: StrVal("linear"),
 		Enum:    interpNames,
 	},
@@ -74,9 +80,28 @@ var interpArgs = []ArgSpec{
 		Doc: "when shrinking, widen the linear and cubic filters by the shrink factor so that every input " +
 			"pixel counts (Pillow, torchvision antialias=True); false keeps the plain 2- or 4-tap filter " +
 			"(OpenCV INTER_LINEAR/INTER_CUBIC, torchvision antialias=False). Area always averages and " +
-			"nearest never filters",
-		Default: BoolVal(true),
+			"nearest never filters. Default true, except with opencv_linear, which refuses true",
+		// No schema default: opencv_linear must tell a given true (refused)
+		// from an absent one; parseAntialias applies the default.
 	},
+}
+
+// parseAntialias reads the antialias argument for filter f: true when
+// absent, except for opencv_linear, which does no antialiasing and refuses
+// to be asked for it rather than silently ignoring it. The value in effect
+// is written back into a, as Check does with schema defaults, so that a
+// compiled pipeline's description shows it either way.
+func parseAntialias(a Args, f interp) (bool, error) {
+	aa := !a.Has("antialias") || a.Bool("antialias")
+	if f == interpOpenCVLinear {
+		if a.Has("antialias") && aa {
+			return false, &ArgError{"antialias", `true is not possible with interp "opencv_linear": ` +
+				"OpenCV's INTER_LINEAR does no antialiasing; leave antialias out or set it false"}
+		}
+		aa = false
+	}
+	a["antialias"] = BoolVal(aa)
+	return aa, nil
 }
 
 // Fixed point: 22 fractional bits leave 8 bits for the value and 2 for the
@@ -250,6 +275,7 @@ type resampler struct {
 	tables [6]axisTable // cache: a few (in, out) pairs per axis
 	clock  uint64
 	tmp    []byte // the first pass's output
+	cv     cvState
 }
 
 func (r *resampler) Close() {}
@@ -299,6 +325,10 @@ type rect struct{ y, x, h, w int }
 // window.
 func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byte, sh, sw, c int, f interp, aa bool) {
 	if win.h <= 0 || win.w <= 0 {
+		return
+	}
+	if f == interpOpenCVLinear {
+		r.resampleCV(dst, stride, dh, dw, win, src, sh, sw, c)
 		return
 	}
 	srow, wrow := sw*c, win.w*c

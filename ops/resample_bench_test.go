@@ -36,6 +36,8 @@ func BenchmarkResample(b *testing.B) {
 		}},
 		{"224x224-cubic-640x480", img640, []Op{mustBuild(b, "resize", Args{"size": IntsVal(224, 224), "interp": StrVal("cubic")})}},
 		{"letterbox640-500x375", img500, []Op{mustBuild(b, "letterbox", Args{"size": IntsVal(640)})}},
+		{"letterbox640-opencv-500x375", img500, []Op{mustBuild(b, "letterbox", Args{"size": IntsVal(640), "interp": StrVal("opencv_linear")})}},
+		{"shorter256-opencv-500x375", img500, []Op{mustBuild(b, "resize", Args{"shorter": IntVal(256), "interp": StrVal("opencv_linear")})}},
 		{"shorter256-nearest-500x375", img500, []Op{mustBuild(b, "resize", Args{"shorter": IntVal(256), "interp": StrVal("nearest")})}},
 		{"shorter256-area-500x375", img500, []Op{mustBuild(b, "resize", Args{"shorter": IntVal(256), "interp": StrVal("area")})}},
 	}

@@ -7,7 +7,7 @@ func init() { Register(resizeSchema) }
 var resizeSchema = &Schema{
 	Name: "resize",
 	Doc: "Resizes an image to an exact size or by one side, keeping the aspect ratio, with Pillow's " +
-		"resampling (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
+		"resampling or OpenCV's bilinear (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
 		"result is fused into it: only the kept window is computed, with the same pixels.",
 	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
 	Outputs: []Port{{Name: "image", Doc: "the resized image, same colour"}},
@@ -62,7 +62,11 @@ type resizeOp struct {
 }
 
 func newResize(a Args) (Op, error) {
-	o := &resizeOp{f: parseInterp(a.Str("interp")), aa: a.Bool("antialias")}
+	o := &resizeOp{f: parseInterp(a.Str("interp"))}
+	var err error
+	if o.aa, err = parseAntialias(a, o.f); err != nil {
+		return nil, err
+	}
 	given, err := a.OneOf("resize", "size", "shorter", "longer")
 	if err != nil {
 		return nil, err

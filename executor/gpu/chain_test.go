@@ -35,6 +35,12 @@ func TestChainRefuses(t *testing.T) {
 		  node { op: "decode" } node { op: "pad" arg { name: "size" ints { v: [64, 64] } } arg { name: "fill" floats { v: [1] } } }
 		  node { op: "crop" arg { name: "size" ints { v: [80, 80] } } arg { name: "fill" floats { v: [2] } } }
 		  output { name: "O" }`, "crop fills with [2 2 2] after another operator filled with [1 1 1]"},
+		{`version: 1 input { name: "I" }
+		  node { op: "decode" } node { name: "rs" op: "resize" arg { name: "size" ints { v: [10, 10] } } arg { name: "interp" str: "opencv_linear" } }
+		  output { name: "O" }`, `node rs: interp "opencv_linear"`},
+		{`version: 1 input { name: "I" }
+		  node { op: "decode" } node { name: "lb" op: "letterbox" arg { name: "size" ints { v: [64] } } arg { name: "interp" str: "opencv_linear" } }
+		  output { name: "O" }`, `node lb: interp "opencv_linear"`},
 	} {
 		e, err := New(compile(t, c.text), executor.Options{})
 		if err == nil {
