@@ -41,6 +41,9 @@ def resolve(cfg, use_test_size=False):
 
 def export_timm(cfg, name="preprocess", use_test_size=False):
     d = resolve(cfg, use_test_size)
+    if cfg.get("crop_border_pixels"):
+        raise ExportError("timm: crop_border_pixels (TrimBorder) cuts a border off the original image, which no "
+                          "Sluice operator before the resize does")
     size = d["input_size"]
     if len(size) != 3 or size[0] != 3:
         raise ExportError(f"timm: input_size {size!r}: only 3-channel (3, H, W) inputs are exported")
