@@ -20,6 +20,9 @@
 #   chart-check    the Helm chart's checks; chart-schemas regenerates their schemas
 #   image-check    docker/Dockerfile built and smoke-tested (docker/image.sh)
 #   run-cli        the CLI over the corpus photos, no server
+#   export-test, export-test-torch
+#                  python/sluice_export's tests; -torch also installs torch and the
+#                  torch-based libraries first (large: kept out of make test)
 #   perf-triton, bench-cpu, bench-gpu
 #                  benchmarks (docs/perf.md)
 #   gpu-build      what a GPU machine without Go runs (scripts/gpu.sh; the Triton
@@ -36,7 +39,8 @@ export SLUICE_CORPUS ?= $(CORPUS)
 
 .PHONY: all build setup deps pic-libs test-deps venv test gotest pytest mutation cuda-headers vet run run-bg stop run-cli triton test-triton perf-triton \
 	bench-cpu bench-gpu fuzz proto proto-client test-client compact ptx gpu-build clean \
-	chart-tools chart-check chart-schemas image-check help
+	chart-tools chart-check chart-schemas image-check help \
+	export-test export-test-torch
 
 all: build
 
@@ -239,6 +243,21 @@ run-cli: build
 	$(BUILD)/sluice run --pipeline model_repository/preprocess_imagenet/1/pipeline.pbtxt \
 	  --out $(BUILD)/out $(CORPUS)/jpeg/derived/*.jpg
 	@echo "outputs: $(BUILD)/out/<image>.PIXELS.npy (float32 [3,224,224])"
+
+# The Python exporter (python/sluice_export): unit tests of the builder and
+# of every exporter's mapping and refusals, and parity against the libraries
+# installable without torch (transformers' Pillow processors), `sluice run`
+# of the exported pipeline on the corpus photos. Parity tests whose pipeline
+# uses an argument this build lacks skip, naming it.
+export-test: build venv
+	$(VENV)/bin/pip install -q -r python/requirements-test.txt
+	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
+
+# The same with torch, torchvision, timm, open_clip and ultralytics installed
+# (CPU wheels, several GB): their parity tests run instead of skipping.
+export-test-torch: build venv
+	$(VENV)/bin/pip install -q -r python/requirements-test.txt -r python/requirements-torch.txt
+	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
 
 # Sluice's CPU ImageNet pipeline vs OpenCV, same photos, same threads.
 bench-cpu: build venv

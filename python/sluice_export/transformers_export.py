@@ -1,0 +1,191 @@
+"""transformers image processor -> Sluice pipeline (no transformers needed).
+
+Input: a preprocessor_config.json (path or dict) or the processor object. The
+Pillow backend (CLIPImageProcessorPil, ...) is exact: Pillow resize, numpy crop
+at (H - h) // 2 (crop rounding "floor"), float64 rescale cast to float32,
+float32 normalize. The torchvision backend (the default CLIPImageProcessor in
+transformers 5) resizes through torch's uint8 kernels: refused unless
+allow_approx."""
+
+import dataclasses
+import json
+import os
+import pathlib
+
+from .builder import ExportError, Pipeline
+from .torchvision_export import TORCH_UINT8_BOUND
+
+# PIL.Image.Resampling codes -> Sluice's interp (1 LANCZOS, 5 HAMMING: none)
+_RESAMPLE = {0: "nearest", 2: "linear", 3: "cubic", 4: "area"}
+_RESAMPLE_NAMES = {1: "LANCZOS", 5: "HAMMING"}
+
+OPENAI_CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+OPENAI_CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
+IMAGENET_STANDARD_MEAN = [0.5, 0.5, 0.5]
+IMAGENET_STANDARD_STD = [0.5, 0.5, 0.5]
+
+# Class defaults (transformers 5.x, models/*/image_processing_pil_*.py) for
+# keys a config leaves out. Only classes whose preprocessing is the generic
+# resize -> center_crop -> rescale -> normalize (or ConvNext's crop_pct rule)
+# are here: any other class may do more, so it is refused.
+_BASE = dict(do_resize=True, do_center_crop=False, do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
+             do_convert_rgb=None, resample=2, default_to_square=True, crop_size=None)
+CLASSES = {
+    "CLIPImageProcessor": dict(resample=3, image_mean=OPENAI_CLIP_MEAN, image_std=OPENAI_CLIP_STD,
+                               size={"shortest_edge": 224}, default_to_square=False,
+                               crop_size={"height": 224, "width": 224}, do_center_crop=True, do_convert_rgb=True),
+    "BitImageProcessor": dict(resample=3, image_mean=OPENAI_CLIP_MEAN, image_std=OPENAI_CLIP_STD,
+                              size={"shortest_edge": 224}, default_to_square=False,
+                              crop_size={"height": 224, "width": 224}, do_center_crop=True, do_convert_rgb=True),
+    "ViTImageProcessor": dict(resample=2, image_mean=IMAGENET_STANDARD_MEAN, image_std=IMAGENET_STANDARD_STD,
+                              size={"height": 224, "width": 224}),
+    "SiglipImageProcessor": dict(resample=3, image_mean=IMAGENET_STANDARD_MEAN, image_std=IMAGENET_STANDARD_STD,
+                                 size={"height": 224, "width": 224}, default_to_square=False, do_convert_rgb=True),
+    "DeiTImageProcessor": dict(resample=3, image_mean=IMAGENET_STANDARD_MEAN, image_std=IMAGENET_STANDARD_STD,
+                               size={"height": 256, "width": 256}, crop_size={"height": 224, "width": 224},
+                               do_center_crop=True),
+    "BlipImageProcessor": dict(resample=3, image_mean=OPENAI_CLIP_MEAN, image_std=OPENAI_CLIP_STD,
+                               size={"height": 384, "width": 384}, do_convert_rgb=True),
+    "ConvNextImageProcessor": dict(resample=3, image_mean=IMAGENET_STANDARD_MEAN, image_std=IMAGENET_STANDARD_STD,
+                                   size={"shortest_edge": 384}, default_to_square=False, crop_pct=224 / 256),
+}
+_HANDLED = {"do_resize", "do_center_crop", "do_rescale", "do_normalize", "do_convert_rgb"}
+
+
+def _load(source):
+    """(dict, class name, backend or None) from a path, JSON text, dict or object."""
+    if isinstance(source, (str, os.PathLike)):
+        s = str(source)
+        if s.lstrip().startswith("{"):
+            return _load(json.loads(s))
+        path = pathlib.Path(s)
+        if path.is_dir():
+            path = path / "preprocessor_config.json"
+        if not path.exists():
+            raise ExportError(f"transformers: {path} not found (give a preprocessor_config.json, its folder, or JSON)")
+        return _load(json.loads(path.read_text()))
+    if isinstance(source, dict):
+        cfg = dict(source)
+        cls = cfg.get("image_processor_type") or cfg.get("feature_extractor_type")
+        if not cls:
+            raise ExportError("transformers: the config names no image_processor_type")
+        backend = None
+        if cls.endswith("Pil"):
+            cls, backend = cls[:-3], "pil"
+        elif cls.endswith("Fast"):
+            cls, backend = cls[:-4], "torchvision"
+        cls = cls.replace("FeatureExtractor", "ImageProcessor")
+        return cfg, cls, backend
+    # An image processor object: its attributes are the effective settings.
+    cls = type(source).__name__
+    backend = getattr(source, "backend", None)
+    if not isinstance(backend, str):
+        backend = "pil" if cls.endswith("Pil") else ("torchvision" if cls.endswith("Fast") else None)
+    for suffix in ("Pil", "Fast"):
+        if cls.endswith(suffix):
+            cls = cls[: -len(suffix)]
+    cfg = {}
+    for k in ("do_resize", "size", "resample", "do_center_crop", "crop_size", "do_rescale", "rescale_factor",
+              "do_normalize", "image_mean", "image_std", "do_convert_rgb", "crop_pct", "default_to_square"):
+        if hasattr(source, k):
+            v = getattr(source, k)
+            if dataclasses.is_dataclass(v):  # transformers' SizeDict
+                v = dataclasses.asdict(v)
+            if hasattr(v, "items"):
+                v = {a: b for a, b in dict(v).items() if b is not None}
+            cfg[k] = getattr(v, "value", v)
+    for k in dir(type(source)):
+        if k.startswith("do_") and k not in cfg and not callable(getattr(source, k, None)):
+            cfg[k] = getattr(source, k)
+    return cfg, cls, backend
+
+
+def _size_dict(size, default_to_square, what):
+    if isinstance(size, int):
+        return {"height": size, "width": size} if default_to_square else {"shortest_edge": size}
+    if isinstance(size, (list, tuple)) and len(size) == 2:
+        return {"height": size[0], "width": size[1]}
+    if isinstance(size, dict):
+        return {k: v for k, v in size.items() if v is not None}
+    raise ExportError(f"transformers: {what} {size!r} is not an int, (h, w) or a dict")
+
+
+def default_backend():
+    """What AutoImageProcessor picks when none is named: torchvision where it is
+    importable, else pil (transformers 5's _resolve_backend)."""
+    import importlib.util
+    return "torchvision" if importlib.util.find_spec("torchvision") else "pil"
+
+
+def export_transformers(source, name="preprocess", backend=None, allow_approx=False, log=print):
+    cfg, cls, named_backend = _load(source)
+    backend = backend or named_backend or default_backend()
+    if backend not in ("pil", "torchvision"):
+        raise ExportError(f"transformers: backend {backend!r} is not pil or torchvision")
+    if cls not in CLASSES:
+        raise ExportError(f"transformers: {cls} is not a processor this exporter knows to be plain resize, crop, "
+                          f"rescale, normalize ({', '.join(sorted(CLASSES))}); its own steps may differ")
+    d = dict(_BASE)
+    d.update(CLASSES[cls])
+    d.update({k: v for k, v in cfg.items() if v is not None})
+    for k, v in d.items():
+        if k.startswith("do_") and k not in _HANDLED and v:
+            raise ExportError(f"transformers: {cls} has {k}=True, a step Sluice's pipeline does not take")
+    p = Pipeline(name)
+    p.note(f"Exported from transformers' {cls} ({backend} backend) by sluice_export.\n"
+           "Input as processor(PIL.Image.open(path)): no EXIF orientation (orient: false).")
+    if d["do_convert_rgb"]:
+        # convert_to_rgb composites alpha onto white (Image.alpha_composite).
+        p.decode(color="RGB", orient=False, background=[255, 255, 255])
+    else:
+        p.decode(color="RGB", orient=False)
+        p.note("do_convert_rgb false: transformers then takes the image's own mode; exact for RGB images only.")
+    approx = backend == "torchvision"
+    if approx and d["do_resize"]:
+        if not allow_approx:
+            raise ExportError(f"transformers: {cls} with the torchvision backend resizes through torch's uint8 kernels, "
+                              f"not Pillow's: {TORCH_UINT8_BOUND}; pass allow_approx=True (--allow-approx) to accept, "
+                              "or backend='pil' if you use the *Pil class")
+        msg = f"approximation accepted: {cls} torchvision-backend resize mapped to Pillow's filter, {TORCH_UINT8_BOUND}"
+        log(msg)
+        p.note(msg)
+    resample = d["resample"]
+    resample = getattr(resample, "value", resample)
+    if d["do_resize"]:
+        if resample not in _RESAMPLE:
+            raise ExportError(f"transformers: resample {_RESAMPLE_NAMES.get(resample, resample)} has no Sluice filter "
+                              "(NEAREST 0, BILINEAR 2, BICUBIC 3, BOX 4 do)")
+        interp = _RESAMPLE[resample]
+        size = _size_dict(d.get("size"), d["default_to_square"], "size")
+        if cls == "ConvNextImageProcessor":
+            se = size.get("shortest_edge")
+            if se is None or len(size) != 1:
+                raise ExportError(f"transformers: ConvNextImageProcessor needs size {{'shortest_edge': N}}, got {size!r}")
+            if se < 384:
+                # int(shortest_edge / crop_pct), aspect kept (truncated), then a floor-centred crop
+                p.resize(shorter=int(se / d["crop_pct"]), interp=interp)
+                p.crop(size=(se, se), rounding="floor")
+            else:
+                p.resize(size=(se, se), interp=interp)
+        elif set(size) == {"shortest_edge"}:
+            p.resize(shorter=size["shortest_edge"], interp=interp)
+        elif set(size) == {"height", "width"}:
+            p.resize(size=(size["height"], size["width"]), interp=interp)
+        else:
+            raise ExportError(f"transformers: size {size!r}: only shortest_edge or height/width map to a Sluice resize "
+                              "(longest_edge and max_height/max_width round differently)")
+    if d["do_center_crop"]:
+        cs = _size_dict(d.get("crop_size"), True, "crop_size")
+        if set(cs) != {"height", "width"}:
+            raise ExportError(f"transformers: crop_size {cs!r} needs height and width")
+        p.crop(size=(cs["height"], cs["width"]), rounding="floor")
+    scale = float(d["rescale_factor"]) if d["do_rescale"] else None
+    if d["do_normalize"]:
+        p.normalize(scale=scale, mean=_list(d["image_mean"]), std=_list(d["image_std"]), layout="CHW", dtype="FP32")
+    else:
+        p.normalize(scale=scale, layout="CHW", dtype="FP32")
+    return p
+
+
+def _list(v):
+    return list(v) if isinstance(v, (list, tuple)) else [v]

@@ -1,0 +1,71 @@
+"""Shared by the exporter's tests: the sluice CLI, the corpus photos, running an
+exported pipeline, and skipping where the binary lacks an argument the export
+uses (crop rounding, decode background, interp opencv_linear are being added
+to the Go side)."""
+
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from sluice_export.capabilities import missing_features
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+# Normalized units; one 0-255 level is about 1/(255*0.22) = 0.018 of them, so
+# this is float rounding, far below a level.
+ATOL = 2e-5
+
+
+def sluice_bin():
+    b = os.environ.get("SLUICE_BIN") or str(REPO / "build" / "sluice")
+    if not pathlib.Path(b).exists():
+        pytest.skip(f"no sluice binary at {b} (go build -o build/sluice ./cmd/sluice, or set SLUICE_BIN)")
+    return b
+
+
+def corpus_photos(sub="jpeg/derived"):
+    root = pathlib.Path(os.environ.get("SLUICE_CORPUS", REPO.parent / "shared" / "corpus"))
+    d = root / sub
+    if not d.is_dir():
+        if os.environ.get("SLUICE_REQUIRE_CORPUS") == "1":
+            pytest.fail(f"photo corpus not found at {root}; SLUICE_REQUIRE_CORPUS=1", pytrace=False)
+        pytest.skip(f"photo corpus not found at {root} (set SLUICE_CORPUS)")
+    files = sorted(p for p in d.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    assert files, d
+    return files
+
+
+def skip_unless_supported(binary, pipeline):
+    missing = missing_features(binary, pipeline.text())
+    if missing:
+        pytest.skip(f"this sluice build lacks {', '.join(missing)} (issue #25's Go side, not merged here yet)")
+
+
+def run_exported(binary, pipeline, images, tmp_path):
+    """`sluice run` of the pipeline over images: {path: {output: array}}."""
+    pfile = tmp_path / "pipeline.pbtxt"
+    pfile.write_text(pipeline.text())
+    out = tmp_path / "out"
+    proc = subprocess.run([binary, "run", "--pipeline", str(pfile), "--out", str(out), *map(str, images)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    res = {}
+    for img in images:
+        res[img] = {f.name[len(img.stem) + 1:-4]: np.load(f) for f in out.glob(img.stem + ".*.npy")}
+    return res
+
+
+def assert_parity(results, reference, name="PIXELS", atol=ATOL):
+    """reference(path) -> array; returns (images, max abs diff)."""
+    worst = 0.0
+    for img, outs in results.items():
+        want = np.asarray(reference(img), dtype=np.float64)
+        got = outs[name].astype(np.float64)
+        assert got.shape == want.shape, (img.name, got.shape, want.shape)
+        d = float(np.abs(got - want).max())
+        assert d <= atol, f"{img.name}: max diff {d} > {atol}"
+        worst = max(worst, d)
+    print(f"parity: {len(results)} images, max abs diff {worst:.3g}")
+    return len(results), worst

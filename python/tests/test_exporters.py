@@ -1,0 +1,271 @@
+"""Each exporter's mapping and refusals, from dicts and stand-in objects (no
+torch: torchvision transforms are recognised by class name and attributes, so
+look-alike classes exercise the same code; the real ones are in
+test_parity_torch.py)."""
+
+import enum
+
+import pytest
+
+from sluice_export import (ExportError, export_open_clip, export_timm, export_torchvision, export_transformers,
+                           export_ultralytics)
+
+
+def args_of(p, op):
+    return {k: v for n in p.nodes if n.op == op for k, (_t, v) in n.args.items()}
+
+
+# ------------------------------------------------------------------ stand-ins named as torchvision's classes
+
+class InterpolationMode(enum.Enum):
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+    BICUBIC = "bicubic"
+    LANCZOS = "lanczos"
+
+
+def T(cls, **attrs):
+    return type(cls, (), {})() if not attrs else _with(type(cls, (), {})(), attrs)
+
+
+def _with(o, attrs):
+    o.__dict__.update(attrs)
+    return o
+
+
+def Compose(*ts):
+    return T("Compose", transforms=list(ts))
+
+
+def Resize(size, interp=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+    return T("Resize", size=size, interpolation=interp, max_size=max_size, antialias=antialias)
+
+
+def CenterCrop(s):
+    return T("CenterCrop", size=(s, s) if isinstance(s, int) else s)
+
+
+def Normalize(mean, std):
+    return T("Normalize", mean=mean, std=std)
+
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def test_torchvision_imagenet():
+    p = export_torchvision(Compose(Resize(256), CenterCrop(224), T("ToTensor"), Normalize(MEAN, STD)))
+    assert args_of(p, "decode") == {"color": "RGB", "orient": False}
+    assert args_of(p, "resize") == {"shorter": 256, "interp": "linear"}
+    assert args_of(p, "crop") == {"size": [224, 224]}  # torchvision's half-even rule, the default
+    n = args_of(p, "normalize")
+    assert n["scale"] == 1 / 255 and n["mean"] == MEAN and n["std"] == STD and n["dtype"] == "FP32"
+    assert p.output_dims() == [3, 224, 224]
+
+
+@pytest.mark.parametrize("resize, want", [
+    (Resize([232], InterpolationMode.BICUBIC), {"shorter": 232, "interp": "cubic"}),
+    (Resize(256, max_size=300), {"shorter": 256, "max_size": 300, "interp": "linear"}),
+    (Resize((240, 320), InterpolationMode.NEAREST), {"size": [240, 320], "interp": "nearest"}),
+    (Resize(None, max_size=512), {"longer": 512, "interp": "linear"}),
+    (Resize(256, 3), {"shorter": 256, "interp": "cubic"}),  # old torchvision: a PIL code
+])
+def test_torchvision_resize_forms(resize, want):
+    p = export_torchvision(Compose(resize, CenterCrop(224), T("ToTensor")))
+    assert args_of(p, "resize") == want
+
+
+def test_torchvision_v2_uint8_path():
+    p = export_torchvision(Compose(Resize(256), CenterCrop(224), T("ToImage"),
+                                   T("ToDtype", dtype="torch.float32", scale=True), Normalize(MEAN, STD)))
+    assert args_of(p, "normalize")["scale"] == 1 / 255
+    p = export_torchvision(Compose(Resize(256), CenterCrop(224), T("PILToTensor")))
+    assert args_of(p, "normalize")["dtype"] == "UINT8"
+    p = export_torchvision(Compose(CenterCrop(224), T("PILToTensor"), T("ConvertImageDtype", dtype="torch.float32")))
+    assert args_of(p, "normalize")["scale"] == 1 / 255
+
+
+@pytest.mark.parametrize("compose, match", [
+    (Compose(Resize(256, InterpolationMode.LANCZOS), CenterCrop(224), T("ToTensor")), "lanczos"),
+    (Compose(T("ToTensor"), Resize(256), CenterCrop(224)), "float tensor"),
+    (Compose(T("PILToTensor"), Resize(256), CenterCrop(224)), "allow_approx"),
+    (Compose(T("RandomResizedCrop"), T("ToTensor")), "random augmentation"),
+    (Compose(Resize(256), CenterCrop(224)), "ends with a PIL image"),
+    (Compose(CenterCrop(224), T("ToTensor"), Normalize(MEAN, STD), CenterCrop(200)), "after Normalize"),
+    (Compose(CenterCrop(224), T("PILToTensor"), T("ToDtype", dtype="torch.float16", scale=True)), "float16"),
+    (Compose(CenterCrop(224), T("Grayscale"), T("ToTensor")), "Grayscale"),
+    (Compose(Resize(256), CenterCrop(224), T("Lambda"), T("ToTensor")), "Lambda"),
+])
+def test_torchvision_refusals_name_the_transform(compose, match):
+    with pytest.raises(ExportError, match=match):
+        export_torchvision(compose)
+
+
+def test_torchvision_uint8_resize_with_allow_approx_prints_bound():
+    logged = []
+    p = export_torchvision(Compose(T("PILToTensor"), Resize(256, antialias=True), CenterCrop(224)),
+                           allow_approx=True, log=logged.append)
+    assert logged and "2 levels" in logged[0]
+    assert args_of(p, "resize")["antialias"] is True
+    assert "approximation accepted" in p.text()
+
+
+def _convert_to_rgb(image):  # open_clip's function, by name
+    return image.convert("RGB")
+
+
+def test_open_clip_preprocess():
+    p = export_open_clip(Compose(Resize(224, InterpolationMode.BICUBIC), CenterCrop(224), _convert_to_rgb,
+                                 T("ToTensor"), Normalize([0.48145466, 0.4578275, 0.40821073],
+                                                          [0.26862954, 0.26130258, 0.27577711])))
+    assert args_of(p, "resize") == {"shorter": 224, "interp": "cubic"}
+    assert args_of(p, "decode")["orient"] is False
+    assert "premultiplied" in p.text()  # the alpha caveat is written down
+
+
+# ------------------------------------------------------------------ timm
+
+@pytest.mark.parametrize("cfg, shorter, crop", [
+    ({"input_size": (3, 224, 224), "crop_pct": 0.875, "interpolation": "bicubic"}, 256, [224, 224]),
+    ({"input_size": (3, 224, 224), "crop_pct": 0.95}, 235, [224, 224]),   # floor(235.78...)
+    ({"input_size": (3, 288, 288), "crop_pct": 1.0}, 288, [288, 288]),
+    ({}, 256, [224, 224]),                                                 # resolve_data_config's defaults
+    ({"input_size": (3, 384, 384), "crop_pct": 0.9}, 426, [384, 384]),    # floor(426.66...)
+])
+def test_timm_center(cfg, shorter, crop):
+    p = export_timm(cfg)
+    assert args_of(p, "resize")["shorter"] == shorter
+    assert args_of(p, "crop") == {"size": crop}
+    assert args_of(p, "decode")["orient"] is False
+
+
+def test_timm_squash_and_pretrained_cfg():
+    p = export_timm({"input_size": (3, 224, 224), "crop_pct": 0.9, "crop_mode": "squash", "interpolation": "bilinear",
+                     "mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5), "test_input_size": (3, 256, 256)})
+    assert args_of(p, "resize") == {"size": [248, 248], "interp": "linear"}
+    assert args_of(p, "normalize")["mean"] == [0.5, 0.5, 0.5]
+    p = export_timm({"input_size": (3, 224, 224), "test_input_size": (3, 256, 256), "test_crop_pct": 1.0},
+                    use_test_size=True)
+    assert args_of(p, "resize")["shorter"] == 256
+
+
+@pytest.mark.parametrize("cfg, match", [
+    ({"crop_mode": "border"}, "border"),
+    ({"input_size": (3, 224, 320)}, "non-square"),
+    ({"interpolation": "lanczos"}, "lanczos"),
+    ({"input_size": (1, 224, 224)}, "3-channel"),
+    ({"crop_mode": "weird"}, "weird"),
+    ({"crop_border_pixels": 4}, "crop_border_pixels"),
+])
+def test_timm_refusals(cfg, match):
+    with pytest.raises(ExportError, match=match):
+        export_timm(cfg)
+
+
+# ------------------------------------------------------------------ transformers
+
+CLIP = {"image_processor_type": "CLIPImageProcessor", "do_resize": True, "size": {"shortest_edge": 224},
+        "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}, "do_rescale": True,
+        "rescale_factor": 0.00392156862745098, "do_normalize": True,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "do_convert_rgb": True}
+
+
+def test_transformers_clip_pil():
+    p = export_transformers(CLIP, backend="pil")
+    assert args_of(p, "decode") == {"color": "RGB", "orient": False, "background": [255, 255, 255]}
+    assert args_of(p, "resize") == {"shorter": 224, "interp": "cubic"}
+    assert args_of(p, "crop") == {"size": [224, 224], "rounding": "floor"}
+    assert args_of(p, "normalize")["scale"] == 0.00392156862745098
+
+
+def test_transformers_pil_class_name_and_json(tmp_path):
+    import json
+    f = tmp_path / "preprocessor_config.json"
+    f.write_text(json.dumps(dict(CLIP, image_processor_type="CLIPImageProcessorPil")))
+    assert export_transformers(str(f)).text() == export_transformers(CLIP, backend="pil").text()
+    assert export_transformers(str(tmp_path)).text() == export_transformers(json.dumps(CLIP), backend="pil").text()
+
+
+def test_transformers_defaults_and_legacy_int_size():
+    p = export_transformers({"image_processor_type": "ViTImageProcessor", "size": 384}, backend="pil")
+    assert args_of(p, "resize") == {"size": [384, 384], "interp": "linear"}
+    assert "crop" not in [n.op for n in p.nodes] and "background" not in args_of(p, "decode")
+    p = export_transformers({"image_processor_type": "CLIPImageProcessor", "size": 336,
+                             "crop_size": 336}, backend="pil")
+    assert args_of(p, "resize")["shorter"] == 336 and args_of(p, "crop")["size"] == [336, 336]
+
+
+def test_transformers_convnext_crop_pct():
+    p = export_transformers({"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 224},
+                             "crop_pct": 0.875}, backend="pil")
+    assert args_of(p, "resize") == {"shorter": 256, "interp": "cubic"}  # int(224 / 0.875)
+    assert args_of(p, "crop") == {"size": [224, 224], "rounding": "floor"}
+    p = export_transformers({"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 384}},
+                            backend="pil")
+    assert args_of(p, "resize") == {"size": [384, 384], "interp": "cubic"}
+
+
+@pytest.mark.parametrize("cfg, match", [
+    (dict(CLIP, resample=1), "LANCZOS"),
+    (dict(CLIP, image_processor_type="Qwen2VLImageProcessor"), "Qwen2VLImageProcessor is not"),
+    (dict(CLIP, size={"shortest_edge": 800, "longest_edge": 1333}), "longest_edge"),
+    (dict(CLIP, do_pad=True), "do_pad"),
+    (dict(CLIP, do_flip_channel_order=True), "do_flip_channel_order"),
+    ({"size": 224}, "image_processor_type"),
+])
+def test_transformers_refusals(cfg, match):
+    with pytest.raises(ExportError, match=match):
+        export_transformers(cfg, backend="pil")
+
+
+def test_transformers_torchvision_backend_needs_allow_approx():
+    with pytest.raises(ExportError, match="torch's uint8 kernels"):
+        export_transformers(CLIP, backend="torchvision")
+    logged = []
+    p = export_transformers(CLIP, backend="torchvision", allow_approx=True, log=logged.append)
+    assert logged and "2 levels" in logged[0]
+    assert "approximation accepted" in p.text()
+    with pytest.raises(ExportError, match="torch's uint8"):
+        export_transformers(dict(CLIP, image_processor_type="CLIPImageProcessorFast"))
+
+
+def test_transformers_object_attributes():
+    class CLIPImageProcessorPil:  # a stand-in with the attributes a processor carries
+        backend = "pil"
+        do_resize, size, resample = True, {"shortest_edge": 256}, 2
+        do_center_crop, crop_size = True, {"height": 240, "width": 240}
+        do_rescale, rescale_factor, do_normalize = True, 1 / 255, True
+        image_mean, image_std, do_convert_rgb = [0.5] * 3, [0.5] * 3, False
+    p = export_transformers(CLIPImageProcessorPil())
+    assert args_of(p, "resize") == {"shorter": 256, "interp": "linear"}
+    assert args_of(p, "crop")["size"] == [240, 240] and "background" not in args_of(p, "decode")
+
+
+# ------------------------------------------------------------------ ultralytics
+
+def test_ultralytics_letterbox():
+    p = export_ultralytics({"new_shape": (640, 640), "auto": False, "scaleup": False, "stride": 32,
+                            "padding_value": 114})
+    assert args_of(p, "decode")["orient"] is True
+    assert args_of(p, "letterbox") == {"size": [640, 640], "fill": [114.0], "scaleup": False, "interp": "opencv_linear"}
+    assert [o[0] for o in p.outputs()] == ["PIXELS", "SCALE", "OFFSET"]
+    p = export_ultralytics("imgsz=480x640,scale_fill=true")
+    assert args_of(p, "resize") == {"size": [480, 640], "interp": "opencv_linear"}
+
+
+def test_ultralytics_letterbox_object():
+    class LetterBox:
+        new_shape, auto, scale_fill, scaleup, center, stride, padding_value = (320, 320), False, False, True, True, 32, 0
+    assert args_of(export_ultralytics(LetterBox()), "letterbox")["fill"] == [0.0]
+
+
+@pytest.mark.parametrize("s, match", [
+    ("imgsz=640,auto=true", "auto=True"),
+    ("imgsz=640,center=false", "center=False"),
+    ("imgsz=640,interpolation=3", "INTER_LINEAR"),
+    ("imgsz=640,mosaic=1", "unknown"),
+    ("imgsz=640,auto=maybe", "not a boolean"),
+])
+def test_ultralytics_refusals(s, match):
+    with pytest.raises(ExportError, match=match):
+        export_ultralytics(s)
