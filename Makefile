@@ -6,7 +6,8 @@
 #                  METRICS_PORT override 8000/8001/8002
 #   make run-bg    the same in the background; make stop ends it
 #   make test      gofmt, go vet, go test, the accuracy tests and their mutation
-#                  check, the real-server tests (tests/triton in Python, client/ in Go),
+#                  check, the Python exporter's tests (python/, export-test),
+#                  the real-server tests (tests/triton in Python, client/ in Go),
 #                  the Helm chart's checks (chart-check)
 #   make help      this text, and any target it does not name
 #
@@ -145,7 +146,7 @@ pytest: build venv test-deps
 mutation: pic-libs venv
 	scripts/mutation_check.sh $(VENV)/bin/python
 
-test: vet gotest pytest mutation test-triton test-client chart-check
+test: vet gotest pytest mutation export-test test-triton test-client chart-check
 
 # The Helm chart (deploy/helm/sluice): helm lint, then helm template with
 # several value sets, each rendering checked by kubeconform -strict against
@@ -250,13 +251,12 @@ run-cli: build
 # of the exported pipeline on the corpus photos. Parity tests whose pipeline
 # uses an argument this build lacks skip, naming it.
 export-test: build venv
-	$(VENV)/bin/pip install -q -r python/requirements-test.txt
 	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
 
 # The same with torch, torchvision, timm, open_clip and ultralytics installed
-# (CPU wheels, several GB): their parity tests run instead of skipping.
+# (several GB): their parity tests run instead of skipping.
 export-test-torch: build venv
-	$(VENV)/bin/pip install -q -r python/requirements-test.txt -r python/requirements-torch.txt
+	$(VENV)/bin/pip install -q -r python/requirements-torch.txt
 	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
 
 # Sluice's CPU ImageNet pipeline vs OpenCV, same photos, same threads.
