@@ -76,7 +76,10 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
         cls = type(t).__name__
         fname = getattr(t, "__name__", None) if callable(t) and cls == "function" else None
         where = f"transform {i} ({fname or cls})"
-        if fname in ("_convert_to_rgb", "convert_to_rgb") or cls in ("RGB",):
+        # open_clip 3.x writes the conversion as MaybeConvertMode("RGB"),
+        # older ones as the function _convert_to_rgb.
+        rgb_mode = cls == "MaybeConvertMode" and getattr(t, "mode", None) == "RGB"
+        if fname in ("_convert_to_rgb", "convert_to_rgb") or cls in ("RGB",) or rgb_mode:
             if stage != "pil":
                 raise ExportError(f"{where}: RGB conversion of a tensor is not an image mode conversion Sluice can follow")
             p.note("RGB conversion inside the transform (open_clip's _convert_to_rgb): exact for images without alpha\n"
