@@ -22,6 +22,11 @@ type blame struct {
 // their first node's inputs, to the inputs they depend on.
 func newBlame(prog *pipeline.Compiled, steps []executor.Step) blame {
 	b := blame{all: strings.Join(prog.Inputs, "/"), byNode: map[string]string{}}
+	// A decoded input's checks fail as a step named by the input itself
+	// (inputs and nodes share one namespace, so the names cannot clash).
+	for _, in := range prog.Inputs {
+		b.byNode[in] = in
+	}
 	// deps[i] is the set of pipeline inputs node i reads, directly or not,
 	// as a bit set in input order. Nodes are topologically sorted.
 	deps := make([][]bool, len(prog.Nodes))

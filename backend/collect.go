@@ -3,6 +3,9 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/sluice-dev/sluice/ops"
+	"github.com/sluice-dev/sluice/pipeline"
 )
 
 // inputForm is how a request carries the encoded images of one input.
@@ -16,6 +19,11 @@ const (
 	// bytesForm: TYPE_STRING dims [1], a request tensor [B, 1] (or [B])
 	// of BYTES elements, one image each, of any sizes.
 	bytesForm
+	// decodedForm: a pipeline input with layout "HWC", TYPE_UINT8 dims
+	// [-1, -1, C], a request tensor [B, H, W, C] holding B decoded images
+	// of one size. Requests of different sizes batch together (ragged
+	// batching: Triton hands each request's tensor with its own shape).
+	decodedForm
 )
 
 // collectInput is what the collector knows of one pipeline input.
@@ -23,13 +31,19 @@ type collectInput struct {
 	name     string
 	form     inputForm
 	dataType string // as requests carry it: "UINT8" or "BYTES"
+	spec     ops.Spec
 }
 
-func newCollectInputs(ts []TensorConfig) []collectInput {
+// newCollectInputs describes the inputs of prog, whose config tensors ts
+// are in the pipeline's order.
+func newCollectInputs(ts []TensorConfig, prog *pipeline.Compiled) []collectInput {
 	in := make([]collectInput, len(ts))
 	for i, t := range ts {
 		in[i] = collectInput{name: t.Name, form: rawForm, dataType: "UINT8"}
-		if t.DataType == typeString {
+		switch {
+		case prog != nil && prog.Decoded(i):
+			in[i].form, in[i].spec = decodedForm, prog.InputSpecs[i]
+		case t.DataType == typeString:
 			in[i].form, in[i].dataType = bytesForm, "BYTES"
 		}
 	}
@@ -44,11 +58,25 @@ type collector struct {
 	inputs   []collectInput
 	maxBatch int64      // max_batch_size: Triton enforces it, the collector relies on it
 	batch    [][][]byte // per pipeline input, per sample
-	n        int        // samples gathered so far
+	// dims[i][s] is the shape [H, W, C] of sample s of decoded input i
+	// (dims[i] nil for an encoded one); dims is nil when no input is
+	// decoded, which is what executors without such inputs are given.
+	dims [][][]int
+	flat [][]int // per decoded input, the ints dims[i] slices, reused
+	n    int     // samples gathered so far
 }
 
 func newCollector(inputs []collectInput, maxBatch int64) *collector {
-	return &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs))}
+	c := &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs))}
+	for i, in := range inputs {
+		if in.form == decodedForm {
+			if c.dims == nil {
+				c.dims, c.flat = make([][][]int, len(inputs)), make([][]int, len(inputs))
+			}
+			c.dims[i] = [][]int{}
+		}
+	}
+	return c
 }
 
 // checkBatch bounds a request's batch size before it sizes a loop, and
@@ -84,9 +112,12 @@ func (c *collector) add(req Request) (start, n int, err error) {
 			return start, 0, invalidf("input %s: %v", in.name, err)
 		}
 		var k int
-		if in.form == bytesForm {
+		switch in.form {
+		case bytesForm:
 			k, err = c.appendBytes(i, x)
-		} else {
+		case decodedForm:
+			k, err = c.appendDecoded(i, x)
+		default:
 			k, err = c.appendRaw(i, x)
 		}
 		if err == nil && n >= 0 && k != n {
@@ -123,6 +154,52 @@ func (c *collector) appendRaw(i int, x Input) (int, error) {
 	n := int(size)
 	for k := range int(b) {
 		c.batch[i] = append(c.batch[i], x.Data[k*n:(k+1)*n:(k+1)*n])
+	}
+	return int(b), nil
+}
+
+// appendDecoded splits a UINT8 [B, H, W, C] tensor into B images of
+// H×W×C bytes, each with its shape. The shape comes from the client: it is
+// checked against the declared channels and the bytes before it sizes
+// anything. The pixel limits are the executor's, as for encoded images.
+func (c *collector) appendDecoded(i int, x Input) (int, error) {
+	in := &c.inputs[i]
+	ch := in.spec.Dims[2]
+	if x.DataType != in.dataType {
+		return 0, invalidf("input %s: data type %s, the model takes %s (decoded %v images)", in.name, x.DataType, in.dataType, in.spec.Color)
+	}
+	if len(x.Shape) != 4 {
+		return 0, invalidf("input %s: shape %v, want [batch, height, width, %d]: decoded %v images, HWC, the images of one request of one size",
+			in.name, x.Shape, ch, in.spec.Color)
+	}
+	b, h, w, got := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	if b < 0 || h < 0 || w < 0 || got < 0 {
+		return 0, invalidf("input %s: shape %v has a negative dimension", in.name, x.Shape)
+	}
+	if got != int64(ch) {
+		return 0, invalidf("input %s: color: shape %v has %d channels, but the pipeline declares color %v, %d channels",
+			in.name, x.Shape, got, in.spec.Color, ch)
+	}
+	if err := c.checkBatch(in, b); err != nil {
+		return 0, err
+	}
+	if b > 0 && (h == 0 || w == 0) {
+		return 0, invalidf("input %s: shape %v is an empty image", in.name, x.Shape)
+	}
+	// Divided rather than multiplied: four client numbers multiplied can
+	// overflow into a match.
+	n := int64(len(x.Data))
+	if b > 0 && (n%b != 0 || n/b%got != 0 || n/b/got%w != 0 || n/b/got/w != h) || b == 0 && n != 0 {
+		return 0, invalidf("input %s: shape %v does not match its %d bytes of data (UINT8 [batch, height, width, channels])", in.name, x.Shape, n)
+	}
+	size := int(h * w * got)
+	for k := range int(b) {
+		c.batch[i] = append(c.batch[i], x.Data[k*size:(k+1)*size:(k+1)*size])
+		// A slice that outgrows flat's array keeps pointing at the old
+		// one, which stays valid: the earlier samples' shapes are intact.
+		at := len(c.flat[i])
+		c.flat[i] = append(c.flat[i], int(h), int(w), ch)
+		c.dims[i] = append(c.dims[i], c.flat[i][at:at+3:at+3])
 	}
 	return int(b), nil
 }
@@ -178,6 +255,13 @@ func (c *collector) truncate(start int) {
 	for i := range c.batch {
 		clear(c.batch[i][start:])
 		c.batch[i] = c.batch[i][:start]
+	}
+	for i := range c.dims {
+		if c.dims[i] != nil {
+			clear(c.dims[i][start:])
+			c.dims[i] = c.dims[i][:start]
+			c.flat[i] = c.flat[i][:3*start]
+		}
 	}
 }
 

@@ -14,7 +14,8 @@ const DefaultMaxBatchSize = 64
 
 // autoComplete fills in, on the generic document, what the config leaves
 // out and the pipeline determines: the inputs (one encoded image per batch
-// element, TYPE_UINT8 [-1]), the outputs (types and dims from the
+// element, TYPE_UINT8 [-1]; a decoded one, layout "HWC", TYPE_UINT8
+// [-1, -1, C]), the outputs (types and dims from the
 // pipeline), max_batch_size, dynamic batching and allow_ragged_batch on
 // UINT8 inputs. It never replaces a value the user gave: where the config
 // disagrees with the pipeline, validation says so afterwards. It reports
@@ -49,7 +50,7 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled, p Params) (change
 	if err != nil {
 		return false, err
 	}
-	for _, name := range prog.Inputs {
+	for k, name := range prog.Inputs {
 		m := findEntry(inputs, name)
 		if m == nil {
 			m = map[string]any{"name": name}
@@ -60,6 +61,24 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled, p Params) (change
 		dims, err := getDims(m, "dims")
 		if err != nil {
 			continue // validation reports it
+		}
+		if prog.Decoded(k) {
+			// A decoded image, HWC: its channels are the pipeline's, its
+			// height and width each request's.
+			if dt == "" || dt == typeInvalid {
+				set(m, "data_type", typeUint8)
+			}
+			if len(dims) == 0 {
+				set(m, "dims", []any{int64(-1), int64(-1), int64(prog.InputSpecs[k].Dims[2])})
+			}
+			// Without ragged batching the dynamic batcher would batch only
+			// requests whose images have the same height and width.
+			if dynamic {
+				if ragged, err := getBool(m, "allow_ragged_batch"); err == nil && !ragged {
+					set(m, "allow_ragged_batch", true)
+				}
+			}
+			continue
 		}
 		if dt == "" || dt == typeInvalid {
 			// An input given with dims only: the dims say which of the

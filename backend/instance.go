@@ -87,6 +87,10 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		}
 		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
 	}
+	if _, ok := exec.(executor.ShapedRunner); prog.HasDecoded() && !ok {
+		exec.Close()
+		return nil, &Error{Code: CodeUnsupported, Msg: fmt.Sprintf("instance %s (%s): the %s executor does not take decoded-image inputs; use KIND_CPU", name, kind, execKind)}
+	}
 	inst := &Instance{
 		Name:   name,
 		Kind:   kind,
@@ -95,7 +99,7 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		log:    m.log.With(zap.String("instance", name)),
 		blame:  newBlame(prog, exec.Steps()),
 		exec:   exec,
-		col:    newCollector(newCollectInputs(m.Inputs), m.MaxBatchSize),
+		col:    newCollector(newCollectInputs(m.Inputs, prog), m.MaxBatchSize),
 	}
 	outs := make([]respondOutput, len(m.Pipeline.Outputs))
 	for i, o := range m.Pipeline.Outputs {
@@ -220,7 +224,12 @@ func (inst *Instance) run(n int, resps []Response) bool {
 	inst.sample = zeroed(inst.sample, n)
 	err := inst.placeAll(n, resps)
 	if err == nil {
-		err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+		if inst.col.dims != nil {
+			// NewInstance checked that the executor takes them.
+			err = inst.exec.(executor.ShapedRunner).RunShaped(inst.col.batch, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+		} else {
+			err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+		}
 	}
 	if err == nil {
 		return true

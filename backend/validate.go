@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -32,11 +33,15 @@ func validate(c *config, prog *pipeline.Compiled, p Params) error {
 		}
 	}
 	v.extra("output", c.outputs, outputNames(wantOut))
-	for _, name := range prog.Inputs {
+	for k, name := range prog.Inputs {
 		i := findTensor(c.inputs, name)
 		if i < 0 {
-			v.addf("pipeline input %q has no config input: add input { name: %q data_type: TYPE_UINT8 dims: [-1] allow_ragged_batch: true }",
-				name, name)
+			v.addf("pipeline input %q has no config input: add input { name: %q data_type: TYPE_UINT8 dims: %s allow_ragged_batch: true }",
+				name, name, dimsString(inputDims(prog, k)))
+			continue
+		}
+		if prog.Decoded(k) {
+			v.decodedInput(c, c.inputs[i], prog.InputSpecs[k])
 			continue
 		}
 		v.input(c, c.inputs[i])
@@ -112,6 +117,38 @@ func (v *validator) input(c *config, t TensorConfig) {
 	default:
 		v.addf("config input %q: data_type %s is not supported: a pipeline input takes encoded images, as TYPE_UINT8 with dims [-1] or TYPE_STRING with dims [1]",
 			t.Name, t.DataType)
+	}
+}
+
+// inputDims are the config dims pipeline input k needs: [-1] for encoded
+// bytes (as TYPE_UINT8), [-1, -1, C] for a decoded image.
+func inputDims(prog *pipeline.Compiled, k int) []int64 {
+	if prog.Decoded(k) {
+		return []int64{-1, -1, int64(prog.InputSpecs[k].Dims[2])}
+	}
+	return rawDims
+}
+
+// decodedInput checks the config input of a pipeline input with layout
+// "HWC": decoded images of the declared channels, of any height and width.
+func (v *validator) decodedInput(c *config, t TensorConfig, spec ops.Spec) {
+	want := []int64{-1, -1, int64(spec.Dims[2])}
+	what := fmt.Sprintf("%s declares it a decoded %v image, layout HWC", v.file, spec.Color)
+	if t.reshape {
+		v.addf("config input %q: reshape is not supported: each batch element is one decoded image", t.Name)
+	}
+	if t.optional {
+		v.addf("config input %q: optional inputs are not supported: the pipeline reads every input of every request", t.Name)
+	}
+	if t.DataType != typeUint8 {
+		v.addf("config input %q: data_type %s, but %s: give data_type TYPE_UINT8 dims %s", t.Name, t.DataType, what, dimsString(want))
+	} else if !slices.Equal(t.Dims, want) {
+		v.addf("config input %q: dims %s, but %s: give dims %s (height and width per request, %d channels)",
+			t.Name, dimsString(t.Dims), what, dimsString(want), spec.Dims[2])
+	}
+	if c.maxBatchSize > 0 && c.dynamicBatch && !t.AllowRaggedBatch {
+		v.addf("config input %q: set allow_ragged_batch: true: decoded images differ in height and width, and without it the dynamic batcher only batches requests of the same size",
+			t.Name)
 	}
 }
 

@@ -42,6 +42,19 @@ type Executor interface {
 	Close()
 }
 
+// ShapedRunner is an executor that takes decoded-image inputs (a pipeline
+// input with layout "HWC"), whose samples are not byte strings but tensors
+// of their own shape: RunShaped is RunInto with dims[i][s], the shape
+// [H, W, C] of sample s of input i, for each such input (dims[i] is nil
+// for an encoded input; dims itself may be nil when there is none). The
+// executor checks every shape against its bytes, the declared channels
+// and the pixel limits, failing only that sample. The CPU executor is
+// one; the GPU executor refuses such pipelines when it is made.
+type ShapedRunner interface {
+	Executor
+	RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error
+}
+
 // Dest is where one sample of one output goes: host memory (Host), or,
 // when Dev is not 0, device memory at address Dev on GPU Device. A GPU
 // executor writes its own GPU's memory in place and another GPU's through
@@ -238,6 +251,12 @@ func NewResult(prog *pipeline.Compiled) *Result {
 // Run processes one batch with x into r, whose buffers it reuses: the
 // batch's outputs are valid until the next Run with r.
 func Run(x Executor, in [][][]byte, r *Result) error {
+	return RunShaped(x, in, nil, r)
+}
+
+// RunShaped is Run for a pipeline with decoded-image inputs, dims as
+// ShapedRunner's; x must be a ShapedRunner when dims is not nil.
+func RunShaped(x Executor, in [][][]byte, dims [][][]int, r *Result) error {
 	n := 0
 	if len(in) > 0 {
 		n = len(in[0])
@@ -252,7 +271,14 @@ func Run(x Executor, in [][][]byte, r *Result) error {
 	}
 	r.Errs = grow(r.Errs, n)
 	clear(r.Errs)
-	return x.RunInto(in, r.dst, r.Errs, nil)
+	if dims == nil {
+		return x.RunInto(in, r.dst, r.Errs, nil)
+	}
+	sr, ok := x.(ShapedRunner)
+	if !ok {
+		return fmt.Errorf("this executor (%T) does not take decoded-image inputs", x)
+	}
+	return sr.RunShaped(in, dims, r.dst, r.Errs, nil)
 }
 
 // grow returns s with length n, reusing its array when large enough.

@@ -144,9 +144,23 @@ func (e *CPU) batchSize(in [][][]byte) (int, error) {
 
 // RunInto is Executor's: it writes host destinations only.
 func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
+	return e.RunShaped(in, nil, dst, errs, budgets)
+}
+
+// RunShaped is ShapedRunner's: RunInto with the shapes of the samples of
+// decoded-image inputs.
+func (e *CPU) RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
 	n, err := e.batchSize(in)
 	if err != nil {
 		return err
+	}
+	if dims != nil && len(dims) != len(in) {
+		return fmt.Errorf("shapes for %d inputs, the pipeline has %d", len(dims), len(in))
+	}
+	for i := range dims {
+		if dims[i] != nil && len(dims[i]) != n {
+			return fmt.Errorf("input %s: %d shapes for %d samples", e.prog.Inputs[i], len(dims[i]), n)
+		}
 	}
 	if err := CheckCall(e.prog, e.sampleBytes, dst, errs, budgets, n, false); err != nil {
 		return err
@@ -160,7 +174,7 @@ func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.
 	default:
 		b = new(batch)
 	}
-	b.in, b.dst, b.errs, b.budgets, b.n = in, dst, errs, budgets, n
+	b.in, b.dims, b.dst, b.errs, b.budgets, b.n = in, dims, dst, errs, budgets, n
 	b.next.Store(0)
 	k := min(n, len(e.workers))
 	b.wg.Add(k)
@@ -168,7 +182,7 @@ func (e *CPU) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.
 		e.jobs <- b
 	}
 	b.wg.Wait()
-	b.in, b.dst, b.errs, b.budgets = nil, nil, nil, nil // do not keep the caller's buffers alive
+	b.in, b.dims, b.dst, b.errs, b.budgets = nil, nil, nil, nil, nil // do not keep the caller's buffers alive
 	select {
 	case e.free <- b:
 	default:
@@ -188,6 +202,9 @@ func (e *CPU) Warm(in [][][]byte) ([]error, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	b := &batch{in: in, dst: r.dst, errs: make([]error, len(in[0])), n: len(in[0])}
+	if e.prog.HasDecoded() {
+		return nil, errors.New("Warm takes encoded inputs only")
+	}
 	for _, w := range e.workers {
 		for s := range b.n {
 			b.errs[s] = e.runSample(w, b, s)
@@ -199,6 +216,7 @@ func (e *CPU) Warm(in [][][]byte) ([]error, error) {
 // batch is one RunInto call shared by the workers that take part in it.
 type batch struct {
 	in      [][][]byte
+	dims    [][][]int // nil, or per input: nil, or each sample's [H, W, C]
 	dst     [][]Dest
 	errs    []error
 	budgets []*ops.Budget // nil, or one per sample
@@ -238,17 +256,30 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 		w.unbind()
 		w.trim(ops.RetainBytes)
 	}()
-	for i := range w.inputs {
-		t := &w.inputs[i]
-		t.Data = b.in[i][s]
-		t.Dims = append(t.Dims[:0], len(t.Data))
-	}
-	for o, out := range e.prog.Outputs {
-		w.bind(out.Ref, b.dst[o][s].Host)
-	}
 	var budget *ops.Budget
 	if b.budgets != nil {
 		budget = b.budgets[s]
+	}
+	for i := range w.inputs {
+		t := &w.inputs[i]
+		t.Data = b.in[i][s]
+		if !e.prog.Decoded(i) {
+			t.Dims = append(t.Dims[:0], len(t.Data))
+			continue
+		}
+		var dims []int
+		if b.dims != nil && b.dims[i] != nil {
+			dims = b.dims[i][s]
+		}
+		// An encoded image is priced from its header by decode; a decoded
+		// one is here, before any operator sizes a buffer from it.
+		if err := decodedInput(t, e.prog.InputSpecs[i], dims, e.limits, budget); err != nil {
+			node = e.prog.Inputs[i]
+			return &SampleError{Index: s, Node: node, Err: err}
+		}
+	}
+	for o, out := range e.prog.Outputs {
+		w.bind(out.Ref, b.dst[o][s].Host)
 	}
 	for i := range w.ctx {
 		w.ctx[i].Budget = budget
@@ -276,6 +307,39 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 			copy(dst, t.Data)
 		}
 	}
+	return nil
+}
+
+// decodedInput makes t, holding a decoded-image sample's bytes, the image
+// of shape dims that spec declares, refusing a shape that is not [H, W, C]
+// with the declared C, does not match the bytes, or is over the pixel
+// limit or budget, as decode refuses an encoded image over them.
+func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budget *ops.Budget) error {
+	c := spec.Dims[2]
+	if len(dims) != 3 {
+		return ops.Errorf(ops.BadInput, "shape %v is not [height, width, channels]", dims)
+	}
+	h, w, got := dims[0], dims[1], dims[2]
+	if got != c {
+		return ops.Errorf(ops.BadInput, "shape %v has %d channels, but the pipeline declares color %v (%d)", dims, got, spec.Color, c)
+	}
+	if h <= 0 || w <= 0 {
+		return ops.Errorf(ops.BadInput, "shape %v is an empty image", dims)
+	}
+	// Divided, not multiplied: the dims come from the client.
+	if len(t.Data)%c != 0 || len(t.Data)/c/w != h || (len(t.Data)/c)%w != 0 {
+		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, len(t.Data))
+	}
+	if px := h * w; lim.MaxPixels > 0 && px > lim.MaxPixels {
+		return ops.Errorf(ops.TooLarge, "image is %dx%d (%d pixels), over the limit of %d (max_image_pixels)", w, h, px, lim.MaxPixels)
+	}
+	if budget != nil {
+		if err := budget.Take(int64(h*w), 0); err != nil {
+			return err
+		}
+	}
+	t.DType, t.Color, t.Full = ops.Uint8, spec.Color, [2]int{}
+	t.Dims = append(t.Dims[:0], h, w, c)
 	return nil
 }
 

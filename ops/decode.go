@@ -68,7 +68,12 @@ func (o *decodeOp) Infer(in []Spec) ([]Spec, error) {
 	if len(in) != 1 {
 		return nil, fmt.Errorf("decode takes 1 input, got %d", len(in))
 	}
-	if s := in[0]; s.DType != Uint8 || len(s.Dims) != 1 || s.Color != NoColor {
+	switch s := in[0]; {
+	case s.IsImage():
+		// The common slip with a decoded-image input: the chain still
+		// starts with decode out of habit.
+		return nil, fmt.Errorf("decode needs encoded bytes, UINT8 [-1], got an image already decoded, %v: let the image operator read the input directly (resize, crop, ...) and drop this decode", s)
+	case s.DType != Uint8 || len(s.Dims) != 1 || s.Color != NoColor:
 		return nil, fmt.Errorf("decode needs encoded bytes, UINT8 [-1], got %v", s)
 	}
 	return []Spec{{DType: Uint8, Dims: []int{Dynamic, Dynamic, o.color.Channels()}, Color: o.color}}, nil

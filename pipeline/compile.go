@@ -66,6 +66,7 @@ type compiler struct {
 
 	inputs  map[string]int // input name → index
 	inNames []string
+	inSpecs []ops.Spec // per input: encoded bytes or a decoded image
 	nodes   []nodeInfo
 	byName  map[string]int // node name → index
 	outs    []outInfo
@@ -233,7 +234,8 @@ func (c *compiler) result() *Compiled {
 		}
 		return r
 	}
-	cp := &Compiled{Def: c.def, Source: c.src, Inputs: append([]string(nil), c.inNames...)}
+	cp := &Compiled{Def: c.def, Source: c.src, Inputs: append([]string(nil), c.inNames...),
+		InputSpecs: append([]ops.Spec(nil), c.inSpecs...)}
 	for _, i := range c.order {
 		ni := c.nodes[i]
 		in := make([]Ref, len(ni.in))
@@ -254,7 +256,7 @@ func (c *compiler) result() *Compiled {
 // spec is the spec of a tensor by file-order Ref, once inferred.
 func (c *compiler) spec(r Ref) ops.Spec {
 	if r.Node == InputRef {
-		return InputSpec
+		return c.inSpecs[r.Port]
 	}
 	return c.nodes[r.Node].out[r.Port]
 }

@@ -8,11 +8,15 @@ import (
 // Compiled is a validated pipeline with every operator built and every
 // tensor's spec inferred: what an executor runs.
 type Compiled struct {
-	Def     *pipelinepb.Pipeline
-	Source  string // file it came from, for messages; may be empty
-	Inputs  []string
-	Nodes   []Node // topologically sorted: a node reads only earlier ones
-	Outputs []Output
+	Def    *pipelinepb.Pipeline
+	Source string // file it came from, for messages; may be empty
+	Inputs []string
+	// InputSpecs[i] is the spec of one sample of Inputs[i]: InputSpec for
+	// encoded bytes, or a decoded image's (UINT8 [-1, -1, C] with its
+	// colour) for an input declared with layout "HWC".
+	InputSpecs []ops.Spec
+	Nodes      []Node // topologically sorted: a node reads only earlier ones
+	Outputs    []Output
 }
 
 // Node is one built operator of a compiled pipeline.
@@ -43,12 +47,39 @@ type Output struct {
 	Spec ops.Spec
 }
 
-// InputSpec is the spec of a pipeline input: one encoded image, bytes.
+// InputSpec is the spec of an encoded pipeline input: one image's bytes.
 var InputSpec = ops.Spec{DType: ops.Uint8, Dims: []int{ops.Dynamic}}
+
+// LayoutHWC is Input.layout for an input that carries decoded images.
+const LayoutHWC = "HWC"
+
+// DecodedSpec is the spec of a decoded-image input of colour col: H and W
+// per sample, C fixed by the colour.
+func DecodedSpec(col ops.Color) ops.Spec {
+	return ops.Spec{DType: ops.Uint8, Dims: []int{ops.Dynamic, ops.Dynamic, col.Channels()}, Color: col}
+}
+
+// Decoded reports whether input i carries decoded images (layout "HWC").
+func (c *Compiled) Decoded(i int) bool {
+	return i < len(c.InputSpecs) && c.InputSpecs[i].IsImage()
+}
+
+// HasDecoded reports whether any input carries decoded images.
+func (c *Compiled) HasDecoded() bool {
+	for i := range c.Inputs {
+		if c.Decoded(i) {
+			return true
+		}
+	}
+	return false
+}
 
 // Spec returns the spec of the tensor r points at.
 func (c *Compiled) Spec(r Ref) ops.Spec {
 	if r.Node == InputRef {
+		if r.Port < len(c.InputSpecs) {
+			return c.InputSpecs[r.Port]
+		}
 		return InputSpec
 	}
 	return c.Nodes[r.Node].Out[r.Port]

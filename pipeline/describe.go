@@ -61,8 +61,8 @@ func (c *Compiled) Describe() string {
 		fmt.Fprintf(&b, " from %s", c.Source)
 	}
 	b.WriteString("\ninputs:\n")
-	for _, in := range c.Inputs {
-		fmt.Fprintf(&b, "  %s: %v\n", in, InputSpec)
+	for i, in := range c.Inputs {
+		fmt.Fprintf(&b, "  %s: %v\n", in, c.Spec(Ref{Node: InputRef, Port: i}))
 	}
 	b.WriteString("nodes (in execution order):\n")
 	for i := range c.Nodes {

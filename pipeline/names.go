@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"github.com/sluice-dev/sluice/ops"
+	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
 
 // names checks input, node and output names and indexes the referable ones.
@@ -15,6 +16,7 @@ func (c *compiler) names() {
 	for i, in := range c.def.GetInput() {
 		name, elem := in.GetName(), c.inputElem(i)
 		c.inNames = append(c.inNames, name)
+		c.inSpecs = append(c.inSpecs, c.inputSpec(i, in))
 		if err := checkName(name, true); err != nil {
 			c.fail(elem, "name", err)
 			continue
@@ -74,6 +76,39 @@ func (c *compiler) names() {
 		seen[name] = i
 	}
 }
+
+// inputSpec reads an input's layout and color: none for encoded bytes,
+// layout "HWC" with a color for a decoded image. A problem is reported and
+// the input taken as encoded, so that later stages still run on it.
+func (c *compiler) inputSpec(i int, in *pipelinepb.Input) ops.Spec {
+	elem, layout, color := c.inputElem(i), in.GetLayout(), in.GetColor()
+	switch layout {
+	case "":
+		if color != "" {
+			c.failf(elem, "color", "%q given without layout: an encoded input's colour is decode's to choose; for an already-decoded image add layout: %q", color, LayoutHWC)
+		}
+		return InputSpec
+	case LayoutHWC:
+	default:
+		c.failf(elem, "layout", "%q is not a layout: leave it out for encoded image bytes, or %q for a decoded UINT8 [H, W, C] image%s",
+			layout, LayoutHWC, suggest(strings.ToUpper(layout), []string{LayoutHWC}))
+		return InputSpec
+	}
+	if color == "" {
+		c.failf(elem, "color", "missing: layout %q needs the image's channels, one of %s", LayoutHWC, decodedColors)
+		return InputSpec
+	}
+	col, err := ops.ParseColor(color)
+	if err != nil || col == ops.NoColor {
+		c.failf(elem, "color", "%q is not one of %s", color, decodedColors)
+		return InputSpec
+	}
+	return DecodedSpec(col)
+}
+
+// decodedColors are the colours a decoded input may declare, with the
+// channel count each fixes.
+const decodedColors = `"RGB" or "BGR" (3 channels), "GRAY" (1), "RGBA" or "BGRA" (4)`
 
 // checkName rejects names that would be ambiguous or invisible in messages
 // and Triton configs. Referable names (inputs, nodes) may not contain ':',

@@ -24,6 +24,9 @@ func repoFile(t *testing.T, rel string) string {
 
 const imagenet = "model_repository/preprocess_imagenet/1/pipeline.pbtxt"
 
+// imagenetDecoded is imagenet for images that arrive decoded.
+const imagenetDecoded = "model_repository/preprocess_imagenet_decoded/1/pipeline.pbtxt"
+
 func sluice(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = run(args, &o, &e)

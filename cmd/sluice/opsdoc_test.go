@@ -86,12 +86,17 @@ func TestPipelinesDocExamples(t *testing.T) {
 			t.Errorf("block %d: name %q used twice", i+1, c.Def.GetName())
 		}
 		names[c.Def.GetName()] = true
-		if c.Def.GetName() == "torchvision_imagenet" {
+		switch c.Def.GetName() {
+		case "torchvision_imagenet":
 			sameAsServed(t, c, imagenet)
+		case "torchvision_imagenet_decoded":
+			sameAsServed(t, c, imagenetDecoded)
 		}
 	}
-	if !names["torchvision_imagenet"] {
-		t.Error(`no block named "torchvision_imagenet"`)
+	for _, want := range []string{"torchvision_imagenet", "torchvision_imagenet_decoded"} {
+		if !names[want] {
+			t.Errorf("no block named %q", want)
+		}
 	}
 }
 

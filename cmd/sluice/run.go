@@ -157,21 +157,35 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res := executor.NewResult(prog)
+	decoded := prog.Decoded(0)
 	failed := 0
 	for start := 0; start < len(pos); start += *ef.batch {
 		files := pos[start:min(start+*ef.batch, len(pos))]
 		imgs := make([][]byte, len(files))
+		var dims [][][]int // per input: the shapes of a decoded input's images
+		readErrs := make([]error, len(files))
+		if decoded {
+			dims = [][][]int{make([][]int, len(files))}
+		}
 		for i, p := range files {
 			// An unreadable file is reported like a bad image, and
 			// the batch goes on without it (empty bytes fail decode).
 			if imgs[i], err = os.ReadFile(p); err != nil {
 				imgs[i] = nil
 			}
+			if decoded && err == nil {
+				dims[0][i], imgs[i], readErrs[i] = readDecoded(imgs[i], prog.InputSpecs[0])
+			}
 		}
-		if err := executor.Run(e, [][][]byte{imgs}, res); err != nil {
+		if err := executor.RunShaped(e, [][][]byte{imgs}, dims, res); err != nil {
 			return err
 		}
 		for i, p := range files {
+			if readErrs[i] != nil {
+				failed++
+				fmt.Fprintf(stderr, "sluice run: %s: %s\n", p, oneLine(readErrs[i].Error()))
+				continue
+			}
 			if res.Errs[i] != nil {
 				failed++
 				fmt.Fprintf(stderr, "sluice run: %s: %s\n", p, oneLine(errText(res.Errs[i])))
@@ -200,6 +214,27 @@ func errText(err error) string {
 		return se.Node + ": " + se.Err.Error()
 	}
 	return err.Error()
+}
+
+// readDecoded reads a .npy file as a decoded-image input of spec: UINT8
+// [H, W, C], or [H, W] for a one-channel input, the layout
+// numpy.asarray(PIL.Image.open(f)) gives. The executor checks C and the
+// limits, as it does for a request's tensor.
+func readDecoded(b []byte, spec ops.Spec) ([]int, []byte, error) {
+	dt, shape, data, err := npy.Read(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dt != ops.Uint8 {
+		return nil, nil, fmt.Errorf("the pipeline's input is a decoded %v image, UINT8 [H, W, %d]; this .npy file holds %v", spec.Color, spec.Dims[2], dt)
+	}
+	if len(shape) == 2 && spec.Dims[2] == 1 {
+		shape = append(shape, 1)
+	}
+	if len(shape) != 3 {
+		return nil, nil, fmt.Errorf("the pipeline's input is a decoded %v image, UINT8 [H, W, %d]; this .npy file's shape is %v", spec.Color, spec.Dims[2], shape)
+	}
+	return shape, data, nil
 }
 
 func baseName(p string) string {

@@ -51,6 +51,15 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 	notGPU := func(format string, a ...any) error {
 		return fmt.Errorf("pipeline %s: %w: %s", prog.Source, ops.ErrNotOnGPU, fmt.Sprintf(format, a...))
 	}
+	// A decoded input would skip the decode stage the GPU path is built
+	// around, and one Triton hands over in device memory should stay there;
+	// neither is built yet, and without a GPU here it could not be tested,
+	// so such a model fails its KIND_GPU load instead of copying silently.
+	for i, in := range prog.Inputs {
+		if prog.Decoded(i) {
+			return nil, notGPU("input %s has layout %q: decoded-image inputs run on KIND_CPU instances only (for now)", in, pipeline.LayoutHWC)
+		}
+	}
 	if len(prog.Inputs) != 1 || len(prog.Nodes) == 0 {
 		return nil, notGPU("the GPU executor runs one input through decode and what follows it")
 	}

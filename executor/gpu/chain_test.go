@@ -41,6 +41,9 @@ func TestChainRefuses(t *testing.T) {
 		{`version: 1 input { name: "I" }
 		  node { op: "decode" } node { name: "lb" op: "letterbox" arg { name: "size" ints { v: [64] } } arg { name: "interp" str: "opencv_linear" } }
 		  output { name: "O" }`, `node lb: interp "opencv_linear"`},
+		{`version: 1 input { name: "FRAME" layout: "HWC" color: "RGB" }
+		  node { op: "resize" arg { name: "size" ints { v: [10, 10] } } }
+		  output { name: "O" }`, `input FRAME has layout "HWC": decoded-image inputs run on KIND_CPU instances only (for now)`},
 	} {
 		e, err := New(compile(t, c.text), executor.Options{})
 		if err == nil {

@@ -30,7 +30,8 @@ type Pipeline struct {
 	// Schema version of this definition; this build reads version 1.
 	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	Name    string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// Named inputs: each carries one encoded image (bytes) per sample.
+	// Named inputs: each carries one image per sample, encoded (bytes) or,
+	// with layout and color set, already decoded.
 	Input []*Input `protobuf:"bytes,3,rep,name=input,proto3" json:"input,omitempty"`
 	// Operator nodes, in any order: edges come from their inputs.
 	Node []*Node `protobuf:"bytes,4,rep,name=node,proto3" json:"node,omitempty"`
@@ -106,8 +107,15 @@ func (x *Pipeline) GetOutput() []*Output {
 }
 
 type Input struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Empty: the input carries encoded image bytes (UINT8 [-1]) for a decode
+	// node. "HWC": it carries an already-decoded image, UINT8 [H, W, C] with
+	// H and W per sample, read by an image operator (resize, crop, ...).
+	Layout string `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	// With layout "HWC": the channels of that image, which fix C: "RGB" or
+	// "BGR" (3), "GRAY" (1), "RGBA" or "BGRA" (4).
+	Color         string `protobuf:"bytes,3,opt,name=color,proto3" json:"color,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,6 +153,20 @@ func (*Input) Descriptor() ([]byte, []int) {
 func (x *Input) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *Input) GetLayout() string {
+	if x != nil {
+		return x.Layout
+	}
+	return ""
+}
+
+func (x *Input) GetColor() string {
+	if x != nil {
+		return x.Color
 	}
 	return ""
 }
@@ -544,9 +566,11 @@ const file_pipeline_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
 	"\x05input\x18\x03 \x03(\v2\x16.sluice.pipeline.InputR\x05input\x12)\n" +
 	"\x04node\x18\x04 \x03(\v2\x15.sluice.pipeline.NodeR\x04node\x12/\n" +
-	"\x06output\x18\x05 \x03(\v2\x17.sluice.pipeline.OutputR\x06output\"\x1b\n" +
+	"\x06output\x18\x05 \x03(\v2\x17.sluice.pipeline.OutputR\x06output\"I\n" +
 	"\x05Input\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"h\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x14\n" +
+	"\x05color\x18\x03 \x01(\tR\x05color\"h\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x14\n" +
