@@ -44,9 +44,16 @@ def test_transformers_pil_parity(case, folder, tmp_path):
     skip_unless_supported(b, pipeline)
     photos = not_16bit_grey(corpus_photos(folder))
     if not proc.do_convert_rgb:
-        # Without convert_rgb transformers takes the mode as it is (a grey
-        # photo stays one channel, a palette one its indices): RGB photos only.
-        photos = [p for p in photos if Image.open(p).mode == "RGB"]
+        # Without convert_rgb transformers takes the mode as it is: a grey,
+        # palette, CMYK or RGBA photo keeps its channel count, and normalize's
+        # three means refuse it. Those photos have no reference (sluice, which
+        # decodes to RGB, answers them): RGB photos only, after checking that
+        # transformers does refuse the others.
+        others = [p for p in photos if Image.open(p).mode != "RGB"]
+        for p in others:
+            with Image.open(p) as im, pytest.raises(ValueError):
+                proc(im, return_tensors="np")
+        photos = [p for p in photos if p not in others]
     assert photos, folder
     res = run_exported(b, pipeline, photos, tmp_path)
 
