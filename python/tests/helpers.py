@@ -68,6 +68,7 @@ def skip_unless_supported(binary, pipeline):
 
 def run_exported(binary, pipeline, images, tmp_path):
     """`sluice run` of the pipeline over images: {path: {output: array}}."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     pfile = tmp_path / "pipeline.pbtxt"
     pfile.write_text(pipeline.text())
     out = tmp_path / "out"
