@@ -191,8 +191,19 @@ TRITON_ARGS = --venv $(TRITON_VENV) --model-repo model_repository --backend-dir 
 	--work-dir $(TRITON_WORK) --host $(TRITON_HOST) \
 	--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
 
+# sluice_export (python/) goes in too, for tests/triton/test_exported_parity.py:
+# a copy, reinstalled whenever its sources change (the stamp holds their hash),
+# so the tests import it as a user's code would, without path edits.
+SLUICE_EXPORT_SRC = python/pyproject.toml $(sort $(wildcard python/sluice_export/*.py))
 triton:
 	PYTHON=$(PYTHON) scripts/triton.sh --install-only --venv $(TRITON_VENV) --work-dir $(TRITON_WORK)
+	@h=$$(cat $(SLUICE_EXPORT_SRC) | sha256sum | cut -d' ' -f1); \
+	  stamp=$(TRITON_VENV)/.sluice-export.sha256; \
+	  if [ "$$(cat $$stamp 2>/dev/null)" != "$$h" ]; then \
+	    echo "installing sluice_export (./python) into $(TRITON_VENV)"; \
+	    $(TRITON_VENV)/bin/pip install -q --disable-pip-version-check --no-deps ./python && \
+	    rm -rf python/build python/sluice_export.egg-info && echo "$$h" > $$stamp; \
+	  fi
 
 # The main job: Triton serving model_repository/ with the Sluice backend on
 # $(TRITON_HOST); prints how to call it, then follows the server log in the

@@ -72,6 +72,7 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
     # stage: "pil", "uint8" (tensor 0..255), "float" (tensor x*scale), "normalized"
     stage, scale, mean, std, pending_crop = "pil", None, None, None, []
     geometry_after_tensor = False
+    geometry_seen = False  # a Resize or CenterCrop already met (for the RGB conversion's note)
     for i, t in enumerate(_flatten(transform)):
         cls = type(t).__name__
         fname = getattr(t, "__name__", None) if callable(t) and cls == "function" else None
@@ -82,9 +83,20 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
         if fname in ("_convert_to_rgb", "convert_to_rgb") or cls in ("RGB",) or rgb_mode:
             if stage != "pil":
                 raise ExportError(f"{where}: RGB conversion of a tensor is not an image mode conversion Sluice can follow")
-            p.note("RGB conversion inside the transform (open_clip's _convert_to_rgb): exact for images without alpha\n"
-                   "or a palette (every JPEG); Pillow resizes RGBA premultiplied and palette images with NEAREST\n"
-                   "before that conversion, which this pipeline does not (it decodes to RGB first).")
+            if geometry_seen:
+                # Measured on the corpus (python/tests/test_parity_torch.py):
+                # a palette PNG and a CMYK JPEG differ by up to 0.8 in
+                # normalized units. Not refused: it is every open_clip model's
+                # transform, the difference is per image mode, and with
+                # Image.open(p).convert("RGB") as input (the usual loader) the
+                # export is exact.
+                msg = (f"{where}: the RGB conversion comes after Resize/CenterCrop, so the library resizes a palette\n"
+                       "image with NEAREST (Pillow's rule for mode P), a CMYK JPEG in CMYK and RGBA premultiplied,\n"
+                       "then converts; this pipeline decodes to RGB first. Exact on RGB and grey images (every\n"
+                       "JPEG but CMYK ones) and on opaque RGBA; exact on all when the library is given\n"
+                       "Image.open(p).convert('RGB').")
+                log("note: " + msg.replace("\n", " "))
+                p.note(msg)
             continue
         if cls == "Resize":
             if stage in ("float", "normalized"):
@@ -121,7 +133,9 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
             else:
                 raise ExportError(f"{where}: size {size!r} is not an int or (h, w)")
             geometry_after_tensor |= stage != "pil"
+            geometry_seen = True
         elif cls == "CenterCrop":
+            geometry_seen = True
             if stage == "normalized":
                 raise ExportError(f"{where}: CenterCrop after Normalize pads with 0 in normalized units, "
                                   "which Sluice's crop (it runs before normalize) cannot give")

@@ -119,7 +119,23 @@ def test_open_clip_preprocess():
                                                           [0.26862954, 0.26130258, 0.27577711])))
     assert args_of(p, "resize") == {"shorter": 224, "interp": "cubic"}
     assert args_of(p, "decode")["orient"] is False
-    assert "premultiplied" in p.text()  # the alpha caveat is written down
+    assert "premultiplied" in p.text() and "CMYK" in p.text()  # the mode caveat is written down
+
+
+def test_rgb_conversion_placement():
+    """The caveat (and its log line) only where the conversion follows a
+    Resize or CenterCrop: converted first, every mode resizes as RGB."""
+    norm = Normalize([0.5] * 3, [0.5] * 3)
+    logs = []
+    late = export_open_clip(Compose(Resize(224, InterpolationMode.BICUBIC), CenterCrop(224), _convert_to_rgb,
+                                    T("ToTensor"), norm), log=logs.append)
+    assert len(logs) == 1 and "palette" in logs[0] and "CMYK" in logs[0]
+    assert "NEAREST" in late.text()
+    logs = []
+    early = export_open_clip(Compose(_convert_to_rgb, Resize(224, InterpolationMode.BICUBIC), CenterCrop(224),
+                                     T("ToTensor"), norm), log=logs.append)
+    assert logs == [] and "NEAREST" not in early.text()
+    assert args_of(early, "resize") == args_of(late, "resize")
 
 
 # ------------------------------------------------------------------ timm

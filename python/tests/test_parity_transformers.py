@@ -1,14 +1,18 @@
 """transformers' Pillow processors (no torch) against `sluice run` of the
-exported pipeline on the corpus photos, to float rounding. Pipelines that use
-crop rounding "floor" or decode background skip until this sluice build has
-them (issue #25's Go side)."""
+exported pipeline on every photo of the corpus that Pillow opens (each folder
+of helpers.CORPUS_DIRS: JPEGs of every size, chroma layout, CMYK and grey, the
+EXIF-tagged ones, the arithmetic-coded one, the PNGs: palette, interlaced, RGBA,
+16-bit RGB), to float rounding. 16-bit grey PNGs are left out
+(helpers.not_16bit_grey says why). Pipelines that use an argument this sluice
+build lacks skip, naming it."""
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from sluice_export import export_transformers
-from helpers import assert_parity, corpus_photos, run_exported, skip_unless_supported, sluice_bin
+from helpers import (CORPUS_DIRS, assert_parity, corpus_photos, not_16bit_grey, run_exported, skip_unless_supported,
+                     sluice_bin)
 
 transformers = pytest.importorskip("transformers")
 
@@ -26,8 +30,9 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("folder", CORPUS_DIRS)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_transformers_pil_parity(case, tmp_path):
+def test_transformers_pil_parity(case, folder, tmp_path):
     cls_name, overrides = CASES[case]
     proc = getattr(transformers, cls_name)(**overrides)
     # The config as transformers saves it (to_dict drops the Pil suffix), so
@@ -37,17 +42,26 @@ def test_transformers_pil_parity(case, tmp_path):
     assert export_transformers(proc).text() == pipeline.text()  # the object gives the same export
     b = sluice_bin()
     skip_unless_supported(b, pipeline)
-    photos = corpus_photos("jpeg/derived") + corpus_photos("jpeg/exif")
+    photos = not_16bit_grey(corpus_photos(folder))
     if not proc.do_convert_rgb:
-        # without convert_rgb transformers takes the mode as it is: RGB photos only
-        photos = [p for p in photos if Image.open(p).mode == "RGB"]
+        # Without convert_rgb transformers takes the mode as it is: a grey,
+        # palette, CMYK or RGBA photo keeps its channel count, and normalize's
+        # three means refuse it. Those photos have no reference (sluice, which
+        # decodes to RGB, answers them): RGB photos only, after checking that
+        # transformers does refuse the others.
+        others = [p for p in photos if Image.open(p).mode != "RGB"]
+        for p in others:
+            with Image.open(p) as im, pytest.raises(ValueError):
+                proc(im, return_tensors="np")
+        photos = [p for p in photos if p not in others]
+    assert photos, folder
     res = run_exported(b, pipeline, photos, tmp_path)
 
     def reference(path):
         with Image.open(path) as im:
             return np.asarray(proc(im, return_tensors="np")["pixel_values"][0])
 
-    n, worst = assert_parity(res, reference)
+    n, worst = assert_parity(res, reference, label=f"{case} {folder}")
     assert n == len(photos)
 
 
