@@ -13,7 +13,7 @@ import os
 import pathlib
 
 from .builder import ExportError, Pipeline
-from .torchvision_export import TORCH_UINT8_BOUND
+from .torchvision_export import TRANSFORMERS_TORCH_BOUND, bound_text
 
 # PIL.Image.Resampling codes -> Sluice's interp (1 LANCZOS, 5 HAMMING: none)
 _RESAMPLE = {0: "nearest", 2: "linear", 3: "cubic", 4: "area"}
@@ -144,9 +144,9 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
     if approx and d["do_resize"]:
         if not allow_approx:
             raise ExportError(f"transformers: {cls} with the torchvision backend resizes through torch's uint8 kernels, "
-                              f"not Pillow's: {TORCH_UINT8_BOUND}; pass allow_approx=True (--allow-approx) to accept, "
+                              f"not Pillow's: {bound_text(TRANSFORMERS_TORCH_BOUND.get(cls))}; pass allow_approx=True (--allow-approx) to accept, "
                               "or backend='pil' if you use the *Pil class")
-        msg = f"approximation accepted: {cls} torchvision-backend resize mapped to Pillow's filter, {TORCH_UINT8_BOUND}"
+        msg = f"approximation accepted: {cls} torchvision-backend resize mapped to Pillow's filter, {bound_text(TRANSFORMERS_TORCH_BOUND.get(cls))}"
         log(msg)
         p.note(msg)
     resample = d["resample"]

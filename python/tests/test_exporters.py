@@ -100,11 +100,16 @@ def test_torchvision_refusals_name_the_transform(compose, match):
         export_torchvision(compose)
 
 
+def test_torchvision_uint8_nearest_refused_even_approx():
+    with pytest.raises(ExportError, match="nearest on a uint8 tensor picks other pixels"):
+        export_torchvision(Compose(T("PILToTensor"), Resize(256, InterpolationMode.NEAREST)), allow_approx=True)
+
+
 def test_torchvision_uint8_resize_with_allow_approx_prints_bound():
     logged = []
     p = export_torchvision(Compose(T("PILToTensor"), Resize(256, antialias=True), CenterCrop(224)),
                            allow_approx=True, log=logged.append)
-    assert logged and "2 levels" in logged[0]
+    assert logged and "at most 1 level of 255" in logged[0]  # bilinear
     assert args_of(p, "resize")["antialias"] is True
     assert "approximation accepted" in p.text()
 
@@ -239,7 +244,7 @@ def test_transformers_torchvision_backend_needs_allow_approx():
         export_transformers(CLIP, backend="torchvision")
     logged = []
     p = export_transformers(CLIP, backend="torchvision", allow_approx=True, log=logged.append)
-    assert logged and "2 levels" in logged[0]
+    assert logged and "at most 2 levels of 255" in logged[0]
     assert "approximation accepted" in p.text()
     with pytest.raises(ExportError, match="torch's uint8"):
         export_transformers(dict(CLIP, image_processor_type="CLIPImageProcessorFast"))

@@ -151,3 +151,51 @@ def test_ultralytics_letterbox(tmp_path):
         d = float(np.abs(out(cv2.imread(str(p))) - out(np.asarray(Image.open(p).convert("RGB"))[..., ::-1])).max())
         print(f"ultralytics on {p.name}: cv2.imread's CMYK conversion is {d * 255:.0f} levels from Pillow's")
         assert 0 < d <= 3 / 255 + 1e-6, p.name
+
+
+def _all_photos():
+    return not_16bit_grey([p for d in CORPUS_DIRS for p in corpus_photos(d)])
+
+
+@pytest.mark.parametrize("interp", ["linear", "cubic"])
+def test_torch_uint8_bound(interp):
+    """The bound an accepted approximation prints for a Resize of a uint8
+    tensor (TORCH_UINT8_BOUND) is the largest difference torch's uint8
+    kernels make against Pillow's on the corpus."""
+    pytest.importorskip("torch")
+    F = pytest.importorskip("torchvision.transforms.functional")
+    from torchvision.transforms import InterpolationMode as I
+
+    from sluice_export.torchvision_export import TORCH_UINT8_BOUND
+
+    mode = {"linear": I.BILINEAR, "cubic": I.BICUBIC}[interp]
+    worst = 0
+    for p in _all_photos():
+        with Image.open(p) as im:
+            im = im.convert("RGB")
+        a = np.asarray(F.center_crop(F.resize(im, 256, mode, antialias=True), 224)).astype(int)
+        t = F.center_crop(F.resize(F.pil_to_tensor(im), 256, mode, antialias=True), 224)
+        worst = max(worst, int(np.abs(a - t.permute(1, 2, 0).numpy().astype(int)).max()))
+    assert worst == TORCH_UINT8_BOUND[interp]
+
+
+@pytest.mark.parametrize("cls", ["ViTImageProcessor", "CLIPImageProcessor", "SiglipImageProcessor", "ConvNextImageProcessor"])
+def test_transformers_torch_backend_bound(cls):
+    """The bound printed for a transformers processor on its torchvision
+    backend (TRANSFORMERS_TORCH_BOUND): its largest difference from the
+    Pillow class on the corpus, in levels of 255."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from sluice_export.torchvision_export import TRANSFORMERS_TORCH_BOUND
+
+    pil, fast = getattr(transformers, cls + "Pil")(), getattr(transformers, cls)()
+    std = np.array(pil.image_std, dtype=np.float32).reshape(3, 1, 1)
+    worst = 0.0
+    for p in _all_photos():
+        with Image.open(p) as im:
+            if not pil.do_convert_rgb and im.mode != "RGB":
+                continue  # both refuse it (three means, other channels)
+            a = pil(im, return_tensors="np")["pixel_values"][0]
+            b = fast(im, return_tensors="pt")["pixel_values"][0].numpy()
+        worst = max(worst, float((np.abs(a - b) * std * 255).max()))
+    assert round(worst) == TRANSFORMERS_TORCH_BOUND[cls]
