@@ -17,28 +17,36 @@ package codec
 // is opaque (da = 255), so outa255 = 65025 and coef1 = sa*128 exactly: no
 // division is left.
 func flatten(dst, src []byte, bg [3]byte, c Color) {
-	n := len(src) / 4
-	var px [3]byte
-	for i := 0; i < n; i++ {
-		p := src[4*i : 4*i+4 : 4*i+4]
-		switch sa := uint32(p[3]); sa {
-		case 0:
-			px = bg
-		default:
-			c1 := sa << 7
-			c2 := 255<<7 - c1
-			for k := range px {
-				t := uint32(p[k])*c1 + uint32(bg[k])*c2 + 0x80<<7
-				px[k] = byte((((t >> 8) + t) >> 8) >> 7)
-			}
-		}
-		switch c {
-		case BGR:
-			dst[3*i], dst[3*i+1], dst[3*i+2] = px[2], px[1], px[0]
-		case Gray:
-			dst[i] = luma(px[0], px[1], px[2])
-		default:
-			dst[3*i], dst[3*i+1], dst[3*i+2] = px[0], px[1], px[2]
-		}
+	// The output order is chosen once, not per pixel: this runs over
+	// every pixel of every image with alpha.
+	r, b := 0, 2
+	if c == BGR {
+		r, b = 2, 0
 	}
+	n := len(src) / 4
+	for i := 0; i < n; i++ {
+		px := over(src[4*i:4*i+4:4*i+4], bg)
+		if c == Gray {
+			dst[i] = luma(px[0], px[1], px[2])
+			continue
+		}
+		d := dst[3*i : 3*i+3 : 3*i+3]
+		d[r], d[1], d[b] = px[0], px[1], px[2]
+	}
+}
+
+// over is one RGBA pixel p composited onto the opaque bg, as above.
+func over(p []byte, bg [3]byte) [3]byte {
+	sa := uint32(p[3])
+	if sa == 0 {
+		return bg
+	}
+	c1 := sa << 7
+	c2 := 255<<7 - c1
+	var px [3]byte
+	for k := range px {
+		t := uint32(p[k])*c1 + uint32(bg[k])*c2 + 0x80<<7
+		px[k] = byte((((t >> 8) + t) >> 8) >> 7)
+	}
+	return px
 }
