@@ -131,7 +131,7 @@ func TestBenchInstancesAndGPU(t *testing.T) {
 	}
 	code, out, e = sluice("bench", "--json", "--gpu", "0", "--duration", "50ms", "--batch", "2", "--pipeline", repoFile(t, imagenet), dir)
 	if err := cuda.Init(); err != nil {
-		if code != 1 || !strings.Contains(e, err.Error()) {
+		if code != 1 || !strings.Contains(e, oneLine(err.Error())) {
 			t.Fatalf("--gpu without a GPU: code %d, stderr %q, want %q", code, e, err)
 		}
 		return

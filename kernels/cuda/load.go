@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -133,7 +132,7 @@ func load(lib string) (err error) {
 			err = fmt.Errorf("CUDA driver unavailable: binding %s: %v", lib, r)
 		}
 	}()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := Dlopen(lib)
 	if err != nil {
 		return fmt.Errorf("CUDA driver unavailable: dlopen %s: %w", lib, err)
 	}
@@ -148,13 +147,10 @@ func load(lib string) (err error) {
 func bind(h uintptr, lib string, s symbol) error {
 	var last error
 	for _, name := range s.names {
-		addr, err := purego.Dlsym(h, name)
-		if err == nil && addr != 0 {
+		addr, err := Dlsym(h, name)
+		if err == nil {
 			purego.RegisterFunc(s.fn, addr)
 			return nil
-		}
-		if err == nil {
-			err = errors.New("null address")
 		}
 		last = err
 	}

@@ -260,7 +260,7 @@ func load(names []string) (err error) {
 	var lib string
 	var last error
 	for _, name := range names {
-		if h, last = purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL); last == nil {
+		if h, last = cuda.Dlopen(name); last == nil {
 			lib = name
 			break
 		}
@@ -269,13 +269,10 @@ func load(names []string) (err error) {
 		return fmt.Errorf("nvJPEG unavailable: tried %s: %w", strings.Join(names, ", "), last)
 	}
 	for _, s := range symbols() {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil || addr == 0 {
+		addr, err := cuda.Dlsym(h, s.name)
+		if err != nil {
 			if s.optional {
 				continue
-			}
-			if err == nil {
-				err = errors.New("null address")
 			}
 			return fmt.Errorf("nvJPEG unavailable: %s lacks %s: %w", lib, s.name, err)
 		}
