@@ -230,9 +230,17 @@ test-triton: backend build triton
 # ports. `go test ./...` runs them too
 # when the backend and .venv-triton exist, and skips them otherwise;
 # SLUICE_TRITON_TESTS=1 turns a missing prerequisite into a failure.
+#
+# It also runs cgo's metrics against the real libtritonserver, preloaded
+# into the test binary: built as a PIE with dynamic-undefined-weak, the
+# binary keeps triton.h's weak references as dynamic relocations, which the
+# preloaded library then binds.
+PRELOAD_TEST_FLAGS := -buildmode=pie -ldflags='-linkmode=external -extldflags=-Wl,-z,dynamic-undefined-weak'
 test-client: backend triton test-deps
 	SLUICE_TRITON_TESTS=1 SLUICE_BACKEND_DIR=$(abspath $(BUILD)/backends) TRITON_VENV=$(abspath $(TRITON_VENV)) \
 	  $(GO) test -count=1 ./client/... ./cmd/sluice/...
+	SLUICE_TRITON_TESTS=1 TRITON_VENV=$(abspath $(TRITON_VENV)) \
+	  $(GO) test -count=1 $(PRELOAD_TEST_FLAGS) -run TestMetricsOfOverlappingCopies ./cgo/
 
 # perf_analyzer over gRPC, real JPEGs, concurrency 1-8: a Markdown table
 # (for docs/perf.md). Starts its own server unless PERF_ARGS names one

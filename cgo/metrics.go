@@ -115,6 +115,17 @@ var stageNames = [...]string{"collect", "pipeline", "respond"}
 
 type metricFamilies [numFamilies]*C.TRITONSERVER_MetricFamily
 
+// lifeMu is held across every TRITONSERVER_MetricNew and MetricDelete of
+// Sluice's families. A model reloaded while its old copy finalizes makes
+// series with the same labels as the old copy deletes; Triton shares one
+// series between them, counted, but finds it and counts it under separate
+// locks, so a delete can free the series a concurrent new has just found:
+// the new model then writes into freed memory (glibc "unsorted double
+// linked list corrupted", tritonserver 2.51, seen in a reload loop).
+// Only Sluice makes metrics in these families, so serializing its own
+// calls closes the gap.
+var lifeMu sync.Mutex
+
 // theFamilies is nil when metrics are off.
 var theFamilies atomic.Pointer[metricFamilies]
 
@@ -167,7 +178,10 @@ func (fs *metricFamilies) metric(i int, labels ...string) (*C.TRITONSERVER_Metri
 	if n > 0 {
 		kp, vp = &keys[0], &values[0]
 	}
-	if err := goError("TRITONSERVER_MetricNew", C.sluice_metric_new(&m, fs[i], kp, vp, C.size_t(n))); err != nil {
+	lifeMu.Lock()
+	err := goError("TRITONSERVER_MetricNew", C.sluice_metric_new(&m, fs[i], kp, vp, C.size_t(n)))
+	lifeMu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -235,7 +249,9 @@ func (mm *modelMetrics) delete() {
 	}
 	del := func(m **C.TRITONSERVER_Metric) {
 		if *m != nil {
+			lifeMu.Lock()
 			logIfError("TRITONSERVER_MetricDelete", C.TRITONSERVER_MetricDelete(*m))
+			lifeMu.Unlock()
 			*m = nil
 		}
 	}
