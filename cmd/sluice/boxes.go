@@ -63,21 +63,40 @@ func loadBoxes(file string, prog *pipeline.Compiled) (*runBoxes, error) {
 			rb.all = append(rb.all, r)
 		}
 	} else {
-		var list [][4]float32
+		// Decoded as lists of any length, then checked: a [4]float32 would
+		// take a short row and pad it with zeros.
+		var list [][]float32
+		var byName map[string][][]float32
 		if err := json.Unmarshal(b, &list); err != nil {
-			if err2 := json.Unmarshal(b, &rb.byName); err2 != nil {
+			if err2 := json.Unmarshal(b, &byName); err2 != nil {
 				return nil, fmt.Errorf("--boxes %s: neither a JSON list of [x1, y1, x2, y2] rows (%v) nor an object of such lists by image file name (%v)", file, err, err2)
 			}
-		}
-		rb.all = list
-		if rb.all == nil && rb.byName == nil {
-			rb.all = [][4]float32{}
+			rb.byName = map[string][][4]float32{}
+			for name, l := range byName {
+				if rb.byName[name], err = fours(l); err != nil {
+					return nil, fmt.Errorf("--boxes %s: %s: %v", file, name, err)
+				}
+			}
+		} else if rb.all, err = fours(list); err != nil {
+			return nil, fmt.Errorf("--boxes %s: %v", file, err)
 		}
 	}
 	if rb.all != nil && len(rb.all) > rb.max {
 		return nil, fmt.Errorf("--boxes %s: %d rows, over the %d of input %s (boxes max)", file, len(rb.all), rb.max, prog.Inputs[rb.input])
 	}
 	return rb, nil
+}
+
+// fours checks that every row has 4 values.
+func fours(l [][]float32) ([][4]float32, error) {
+	out := make([][4]float32, len(l))
+	for k, r := range l {
+		if len(r) != 4 {
+			return nil, fmt.Errorf("row %d has %d values, not the 4 of x1, y1, x2, y2", k, len(r))
+		}
+		out[k] = [4]float32(r)
+	}
+	return out, nil
 }
 
 // fill sets sample i's boxes (and count) in in for the image at path p.
