@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/allocstest"
 )
 
 // boxesTensor packs rows x1, y1, x2, y2 as a boxes input's FP32 [n, 4].
@@ -222,5 +224,25 @@ func TestCropBoxesInfer(t *testing.T) {
 	}
 	if got := f32s(o.Data); len(got) != 12 || got[0] != 0 || got[1] != 3 || got[2] != 1 || got[5] != 5 || got[6] != 0 || got[11] != 0 {
 		t.Errorf("normalized crops %v", got)
+	}
+}
+
+// TestCropBoxesNoAllocs: in steady state a sample of 8 boxes, more than the
+// weight-table cache holds, allocates nothing: tables are rebuilt in place.
+func TestCropBoxesNoAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 3))
+	img := randImage(rng, 120, 160, 3)
+	var rows [][4]float32
+	for k := range 8 {
+		rows = append(rows, [4]float32{float32(k) * 3.5, float32(k) * 2.25, 60 + float32(k)*9.75, 50 + float32(k)*7.5})
+	}
+	rows[5][0] = float32(math.NaN())
+	boxes := boxesTensor(rows...)
+	r := startCropBoxes(t, Args{"size": IntsVal(32, 48)}, specOf(img), 8, PixelCoords)
+	if err := r.run(img, boxes); err != nil {
+		t.Fatal(err)
+	}
+	if n := allocstest.PerRun(t, 20, func() { _ = r.run(img, boxes) }); n != 0 {
+		t.Errorf("%.1f allocations per run in steady state, want 0", n)
 	}
 }
