@@ -133,3 +133,30 @@ func TestBoxesConfig(t *testing.T) {
 	wantError(t, err, CodeInvalidArg, `pipeline input "BOXES" has no config input: add input { name: "BOXES" data_type: TYPE_FP32 dims: [8, 4] }`,
 		`pipeline input "COUNT" has no config input: add input { name: "COUNT" data_type: TYPE_INT32 dims: [1] }`)
 }
+
+// FuzzBoxes: any boxes bytes, shape and count fail their request with an
+// invalid-argument error or give at most max crops; none takes the
+// instance down.
+func FuzzBoxes(f *testing.F) {
+	m := mustLoad(f, cropsDir(f), cropsConfig)
+	inst := mustInstance(f, m)
+	img := testimg.JPEG(40, 30, 2)
+	good := boxesInput(1, [4]float32{0.1, 0.1, 0.9, 0.9}).Data
+	f.Add(good, int64(8), int64(4), int32(1))
+	f.Add(good, int64(8), int64(4), int32(-3))
+	f.Add(good[:64], int64(4), int64(4), int32(2))
+	f.Add(append(good, good...), int64(16), int64(4), int32(8))
+	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff}, int64(8), int64(4), int32(8))
+	f.Fuzz(func(t *testing.T, data []byte, rows, cols int64, count int32) {
+		boxes := Input{DataType: "FP32", Shape: []int64{1, rows, cols}, Data: data}
+		resp := newResponse()
+		errs, _ := inst.Execute([]Request{cropRequest(img, boxes, countInput(count))}, asResponses([]*fakeResponse{resp}))
+		if errs[0] != nil {
+			wantError(t, errs[0], CodeInvalidArg)
+			return
+		}
+		if n := binary.LittleEndian.Uint32(resp.outputs["NUM_CROPS"].data); n > 8 {
+			t.Fatalf("NUM_CROPS %d", n)
+		}
+	})
+}
