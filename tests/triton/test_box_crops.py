@@ -105,6 +105,21 @@ def photo_set(photos):
     return [p for p in paths if Image.open(p).mode not in ("I", "I;16", "I;16B")]
 
 
+def test_config_completed(crops_server):
+    """A config of name and backend only: Sluice's auto-complete gives BOXES
+    TYPE_FP32 [8, 4], COUNT TYPE_INT32 [1] and the outputs their dims."""
+    s, name = crops_server, "preprocess_crops_auto"
+    if not s.http.is_model_ready(name):
+        s.add_model(name, f'name: "{name}"\nbackend: "sluice"\n', (s.repo / CROPS / "1" / "pipeline.pbtxt").read_text())
+        s.http.load_model(name)
+    cfg = s.http.get_model_config(name)
+    ins = {i["name"]: (i["data_type"], [int(d) for d in i["dims"]]) for i in cfg["input"]}
+    outs = {o["name"]: (o["data_type"], [int(d) for d in o["dims"]]) for o in cfg["output"]}
+    assert ins == {"IMAGE": ("TYPE_UINT8", [-1]), "BOXES": ("TYPE_FP32", [8, 4]), "COUNT": ("TYPE_INT32", [1])}, ins
+    assert outs == {"CROPS": ("TYPE_FP32", [8, 3, 224, 224]), "NUM_CROPS": ("TYPE_INT32", [1])}, outs
+    s.http.unload_model(name)
+
+
 @pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
 def test_crops_equal_pillow(crops_server, photos, proto):
     """Each photo with its own random boxes (NaN rows, a count below the used
