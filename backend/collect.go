@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
@@ -24,6 +25,10 @@ const (
 	// of one size. Requests of different sizes batch together (ragged
 	// batching: Triton hands each request's tensor with its own shape).
 	decodedForm
+	// tensorForm: a boxes or count input, TYPE_FP32 dims [max, 4] or
+	// TYPE_INT32 dims [1], a request tensor [B, ...dims] holding B samples
+	// of that fixed shape.
+	tensorForm
 )
 
 // collectInput is what the collector knows of one pipeline input.
@@ -43,6 +48,8 @@ func newCollectInputs(ts []TensorConfig, prog *pipeline.Compiled) []collectInput
 		switch {
 		case prog != nil && prog.Decoded(i):
 			in[i].form, in[i].spec = decodedForm, prog.InputSpecs[i]
+		case prog != nil && prog.Tensor(i):
+			in[i].form, in[i].spec, in[i].dataType = tensorForm, prog.InputSpecs[i], prog.InputSpecs[i].DType.String()
 		case t.DataType == typeString:
 			in[i].form, in[i].dataType = bytesForm, "BYTES"
 		}
@@ -117,6 +124,8 @@ func (c *collector) add(req Request) (start, n int, err error) {
 			k, err = c.appendBytes(i, x)
 		case decodedForm:
 			k, err = c.appendDecoded(i, x)
+		case tensorForm:
+			k, err = c.appendTensor(i, x)
 		default:
 			k, err = c.appendRaw(i, x)
 		}
@@ -202,6 +211,48 @@ func (c *collector) appendDecoded(i int, x Input) (int, error) {
 		c.dims[i] = append(c.dims[i], c.flat[i][at:at+3:at+3])
 	}
 	return int(b), nil
+}
+
+// appendTensor splits a [B, ...dims] tensor of a boxes or count input into
+// B samples of the pipeline's fixed shape, refusing another shape or bytes
+// that do not match it, naming both.
+func (c *collector) appendTensor(i int, x Input) (int, error) {
+	in := &c.inputs[i]
+	what := "boxes, rows x1, y1, x2, y2"
+	if !in.spec.IsBoxes() {
+		what = "the count of its boxes"
+	}
+	if x.DataType != in.dataType {
+		return 0, invalidf("input %s: data type %s, the model takes %s (%s)", in.name, x.DataType, in.dataType, what)
+	}
+	want := in.spec.Dims
+	ok := len(x.Shape) == len(want)+1 && x.Shape[0] >= 0
+	for k, d := range want {
+		ok = ok && x.Shape[k+1] == int64(d)
+	}
+	if !ok {
+		return 0, invalidf("input %s: shape %v, want [batch, %s]: %s, %v per image", in.name, x.Shape, joinDims(want), what, in.spec)
+	}
+	b := x.Shape[0]
+	if err := c.checkBatch(in, b); err != nil {
+		return 0, err
+	}
+	size := in.spec.Elems() * in.spec.DType.Size()
+	if int64(len(x.Data)) != b*int64(size) {
+		return 0, invalidf("input %s: %d bytes of data, but shape %v of %s is %d bytes", in.name, len(x.Data), x.Shape, in.dataType, b*int64(size))
+	}
+	for k := range int(b) {
+		c.batch[i] = append(c.batch[i], x.Data[k*size:(k+1)*size:(k+1)*size])
+	}
+	return int(b), nil
+}
+
+func joinDims(d []int) string {
+	s := make([]string, len(d))
+	for i, x := range d {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 // appendBytes parses Triton's BYTES serialization, a 4-byte little-endian

@@ -62,6 +62,20 @@ func autoComplete(doc map[string]any, prog *pipeline.Compiled, p Params) (change
 		if err != nil {
 			continue // validation reports it
 		}
+		if prog.Tensor(k) {
+			// Boxes or their count: one fixed shape per image.
+			if dt == "" || dt == typeInvalid {
+				set(m, "data_type", "TYPE_"+prog.InputSpecs[k].DType.String())
+			}
+			if len(dims) == 0 {
+				d := []any{}
+				for _, x := range prog.InputSpecs[k].Dims {
+					d = append(d, int64(x))
+				}
+				set(m, "dims", d)
+			}
+			continue
+		}
 		if prog.Decoded(k) {
 			// A decoded image, HWC: its channels are the pipeline's, its
 			// height and width each request's.

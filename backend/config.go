@@ -22,6 +22,7 @@ const (
 	typeString = "TYPE_STRING" // BYTES in requests
 	typeFP16   = "TYPE_FP16"
 	typeFP32   = "TYPE_FP32"
+	typeInt32  = "TYPE_INT32"
 	// typeInvalid is what Triton prints for a data_type left out.
 	typeInvalid = "TYPE_INVALID"
 )

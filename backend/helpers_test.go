@@ -221,7 +221,7 @@ type fakeOutput struct {
 func newResponse() *fakeResponse { return &fakeResponse{outputs: map[string]*fakeOutput{}} }
 
 func (r *fakeResponse) Output(name, dataType string, shape []int64) ([]byte, error) {
-	size := map[string]int64{"FP32": 4, "FP16": 2, "UINT8": 1, "BOOL": 1}[dataType]
+	size := map[string]int64{"FP32": 4, "FP16": 2, "UINT8": 1, "BOOL": 1, "INT32": 4}[dataType]
 	for _, d := range shape {
 		size *= d
 	}

@@ -36,8 +36,17 @@ func validate(c *config, prog *pipeline.Compiled, p Params) error {
 	for k, name := range prog.Inputs {
 		i := findTensor(c.inputs, name)
 		if i < 0 {
+			if prog.Tensor(k) {
+				v.addf("pipeline input %q has no config input: add input { name: %q data_type: %s dims: %s }",
+					name, name, "TYPE_"+prog.InputSpecs[k].DType.String(), dimsString(inputDims(prog, k)))
+				continue
+			}
 			v.addf("pipeline input %q has no config input: add input { name: %q data_type: TYPE_UINT8 dims: %s allow_ragged_batch: true }",
 				name, name, dimsString(inputDims(prog, k)))
+			continue
+		}
+		if prog.Tensor(k) {
+			v.tensorInput(c.inputs[i], prog, k)
 			continue
 		}
 		if prog.Decoded(k) {
@@ -123,6 +132,13 @@ func (v *validator) input(c *config, t TensorConfig) {
 // inputDims are the config dims pipeline input k needs: [-1] for encoded
 // bytes (as TYPE_UINT8), [-1, -1, C] for a decoded image.
 func inputDims(prog *pipeline.Compiled, k int) []int64 {
+	if prog.Tensor(k) {
+		d := make([]int64, len(prog.InputSpecs[k].Dims))
+		for i, x := range prog.InputSpecs[k].Dims {
+			d[i] = int64(x)
+		}
+		return d
+	}
 	if prog.Decoded(k) {
 		return []int64{-1, -1, int64(prog.InputSpecs[k].Dims[2])}
 	}
@@ -149,6 +165,26 @@ func (v *validator) decodedInput(c *config, t TensorConfig, spec ops.Spec) {
 	if c.maxBatchSize > 0 && c.dynamicBatch && !t.AllowRaggedBatch {
 		v.addf("config input %q: set allow_ragged_batch: true: decoded images differ in height and width, and without it the dynamic batcher only batches requests of the same size",
 			t.Name)
+	}
+}
+
+// tensorInput checks the config input of a boxes or count input: its
+// fixed type and dims.
+func (v *validator) tensorInput(t TensorConfig, prog *pipeline.Compiled, k int) {
+	spec := prog.InputSpecs[k]
+	dt, want := "TYPE_"+spec.DType.String(), inputDims(prog, k)
+	what := fmt.Sprintf("%s declares it boxes, %v", v.file, spec)
+	if !spec.IsBoxes() {
+		what = fmt.Sprintf("%s declares it the count of input %q, %v", v.file, prog.Inputs[prog.CountOf[k]], spec)
+	}
+	if t.reshape {
+		v.addf("config input %q: reshape is not supported: give dims %s", t.Name, dimsString(want))
+	}
+	if t.optional {
+		v.addf("config input %q: optional inputs are not supported: the pipeline reads every input of every request", t.Name)
+	}
+	if t.DataType != dt || !slices.Equal(t.Dims, want) {
+		v.addf("config input %q: data_type %s dims %s, but %s: give data_type %s dims %s", t.Name, t.DataType, dimsString(t.Dims), what, dt, dimsString(want))
 	}
 }
 

@@ -4,10 +4,13 @@
 package executor
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,7 +205,7 @@ func (e *CPU) Warm(in [][][]byte) ([]error, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	b := &batch{in: in, dst: r.dst, errs: make([]error, len(in[0])), n: len(in[0])}
-	if e.prog.HasDecoded() {
+	if e.prog.HasDecoded() || e.prog.HasTensors() {
 		return nil, errors.New("Warm takes encoded inputs only")
 	}
 	for _, w := range e.workers {
@@ -263,6 +266,17 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 	for i := range w.inputs {
 		t := &w.inputs[i]
 		t.Data = b.in[i][s]
+		if e.prog.Tensor(i) {
+			var dims []int
+			if b.dims != nil && b.dims[i] != nil {
+				dims = b.dims[i][s]
+			}
+			if err := tensorInput(t, e.prog.InputSpecs[i], dims); err != nil {
+				node = e.prog.Inputs[i]
+				return &SampleError{Index: s, Node: node, Err: err}
+			}
+			continue
+		}
 		if !e.prog.Decoded(i) {
 			t.Dims = append(t.Dims[:0], len(t.Data))
 			continue
@@ -276,6 +290,15 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 		if err := decodedInput(t, e.prog.InputSpecs[i], dims, e.limits, budget); err != nil {
 			node = e.prog.Inputs[i]
 			return &SampleError{Index: s, Node: node, Err: err}
+		}
+	}
+	// Counts apply to their boxes once both are checked.
+	for k, j := range e.prog.CountOf {
+		if j >= 0 {
+			if err := w.applyCount(j, k); err != nil {
+				node = e.prog.Inputs[k]
+				return &SampleError{Index: s, Node: node, Err: err}
+			}
 		}
 	}
 	for o, out := range e.prog.Outputs {
@@ -343,9 +366,45 @@ func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budg
 	return nil
 }
 
+// tensorInput makes t, holding a boxes or count sample's bytes, the tensor
+// of spec's fixed shape, refusing a shape other than that or bytes that do
+// not match it. dims is the request's shape for the sample, nil when the
+// caller gave none (the bytes alone are then checked).
+func tensorInput(t *ops.Tensor, spec ops.Spec, dims []int) error {
+	if dims != nil && !slices.Equal(dims, spec.Dims) {
+		return ops.Errorf(ops.BadInput, "shape %v, but the pipeline declares %v", dims, spec)
+	}
+	if want := spec.Elems() * spec.DType.Size(); len(t.Data) != want {
+		return ops.Errorf(ops.BadInput, "%d bytes of data, but %v is %d bytes", len(t.Data), spec, want)
+	}
+	t.DType, t.Color, t.Full = spec.DType, ops.NoColor, [2]int{}
+	t.Dims = append(t.Dims[:0], spec.Dims...)
+	return nil
+}
+
+// applyCount marks the rows of boxes input j at or past the count in count
+// input k unused, NaN, in a copy: the request's buffer is not ours to
+// write. A count outside 0..max fails the sample.
+func (w *worker) applyCount(j, k int) error {
+	bx, cnt := &w.inputs[j], &w.inputs[k]
+	rows := bx.Dims[0]
+	n := int32(binary.LittleEndian.Uint32(cnt.Data))
+	if n < 0 || int(n) > rows {
+		return ops.Errorf(ops.BadInput, "count %d is outside 0..%d, the rows of its boxes", n, rows)
+	}
+	w.boxes[j] = append(w.boxes[j][:0], bx.Data...)
+	nan := math.Float32bits(float32(math.NaN()))
+	for i := int(n) * 4; i < rows*4; i++ {
+		binary.LittleEndian.PutUint32(w.boxes[j][4*i:], nan)
+	}
+	bx.Data = w.boxes[j]
+	return nil
+}
+
 // worker owns one set of tensors and operator states.
 type worker struct {
 	inputs []ops.Tensor    // pipeline inputs, pointing at the request bytes
+	boxes  [][]byte        // per input: a boxes input's rows with its count applied
 	vals   [][]ops.Tensor  // vals[node][port]
 	in     [][]*ops.Tensor // in[step][port]: where each input port reads
 	out    [][]*ops.Tensor // out[step][port]
@@ -357,6 +416,7 @@ type worker struct {
 func newWorker(prog *pipeline.Compiled, steps []step, lim ops.Limits) (*worker, error) {
 	w := &worker{
 		inputs: make([]ops.Tensor, len(prog.Inputs)),
+		boxes:  make([][]byte, len(prog.Inputs)),
 		vals:   make([][]ops.Tensor, len(prog.Nodes)),
 		in:     make([][]*ops.Tensor, len(steps)),
 		out:    make([][]*ops.Tensor, len(steps)),

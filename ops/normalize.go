@@ -11,8 +11,8 @@ func init() {
 		Name: "normalize",
 		Doc: "Per-channel (x*scale - mean) / std, laid out HWC or CHW, as FP32, FP16 or UINT8, " +
 			"optionally reordering channels. mean and std are given in output channel order.",
-		Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
-		Outputs: []Port{{Name: "tensor", Doc: "normalized tensor, [C,H,W] or [H,W,C]"}},
+		Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image, or crop_boxes' crops [N,H,W,C], normalized crop by crop"}},
+		Outputs: []Port{{Name: "tensor", Doc: "normalized tensor, [C,H,W] or [H,W,C] (with crops: [N,C,H,W] or [N,H,W,C], unused crops' rows zeros)"}},
 		Args: []ArgSpec{
 			{Name: "mean", Type: FloatsArg, Default: FloatsVal(0), Doc: "subtracted after scaling; one value or one per channel"},
 			{Name: "std", Type: FloatsArg, Default: FloatsVal(1), Min: 1e-12, Max: math.MaxFloat32, Doc: "divides after subtracting the mean; one value or one per channel"},
@@ -54,6 +54,12 @@ func newNormalize(a Args) (Op, error) {
 
 func (n *normalize) Infer(in []Spec) ([]Spec, error) {
 	s := in[0]
+	// A stack of crops is normalized crop by crop, its leading dimension
+	// kept in front.
+	var lead []int
+	if s.IsImages() {
+		lead, s = s.Dims[:1], Spec{DType: s.DType, Dims: s.Dims[1:], Color: s.Color}
+	}
 	if err := needImage("normalize", s); err != nil {
 		return nil, err
 	}
@@ -91,7 +97,7 @@ func (n *normalize) Infer(in []Spec) ([]Spec, error) {
 	if n.chw {
 		dims = []int{c, h, w}
 	}
-	return []Spec{{DType: n.dtype, Dims: dims}}, nil
+	return []Spec{{DType: n.dtype, Dims: append(lead, dims...)}}, nil
 }
 
 func pick(v []float64, k int) float64 {
@@ -130,6 +136,9 @@ func channelPerm(in Color, order string) ([]int, error) {
 
 func (n *normalize) Run(_ *Ctx, in, out []*Tensor) error {
 	src := in[0]
+	if len(src.Dims) == 4 {
+		return n.runStack(src, out[0])
+	}
 	h, w, c := src.HWC()
 	k := len(n.perm)
 	dims := [3]int{h, w, k}
@@ -140,15 +149,48 @@ func (n *normalize) Run(_ *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	switch n.dtype {
-	case Float32:
-		normalizeInto(asUint32(dst), src.Data, h*w, c, n.perm, n.lut, n.chw)
-	case Float16:
-		normalizeInto(asUint16(dst), src.Data, h*w, c, n.perm, n.lut, n.chw)
-	case Uint8:
-		normalizeInto(dst, src.Data, h*w, c, n.perm, n.lut, n.chw)
+	n.into(dst, src.Data, h, w, c)
+	return nil
+}
+
+// runStack normalizes crop_boxes' crops one by one; the rows it marked
+// unused stay zeros, so that a consumer sees no crop there either way.
+func (n *normalize) runStack(src, out *Tensor) error {
+	m, h, w, c := src.Dims[0], src.Dims[1], src.Dims[2], src.Dims[3]
+	if src.DType != Uint8 || m < 0 || h < 1 || w < 1 || c < 1 || len(src.Data) != m*h*w*c {
+		return Errorf(BadInput, "normalize: crops of dims %v hold %d bytes", src.Dims, len(src.Data))
+	}
+	k := len(n.perm)
+	dims := [4]int{m, h, w, k}
+	if n.chw {
+		dims = [4]int{m, k, h, w}
+	}
+	dst, err := out.Reshape(n.dtype, dims[:]...)
+	if err != nil {
+		return err
+	}
+	out.Unused = append(out.Unused, src.Unused...)
+	in, o := h*w*c, h*w*k*n.dtype.Size()
+	for i := range m {
+		if i < len(src.Unused) && src.Unused[i] {
+			clear(dst[i*o : (i+1)*o])
+			continue
+		}
+		n.into(dst[i*o:(i+1)*o], src.Data[i*in:(i+1)*in], h, w, c)
 	}
 	return nil
+}
+
+// into normalizes one h×w×c image into dst.
+func (n *normalize) into(dst, px []byte, h, w, c int) {
+	switch n.dtype {
+	case Float32:
+		normalizeInto(asUint32(dst), px, h*w, c, n.perm, n.lut, n.chw)
+	case Float16:
+		normalizeInto(asUint16(dst), px, h*w, c, n.perm, n.lut, n.chw)
+	case Uint8:
+		normalizeInto(dst, px, h*w, c, n.perm, n.lut, n.chw)
+	}
 }
 
 // normalizeInto writes each output channel as one plane (CHW) or

@@ -13,8 +13,16 @@ import "math"
 // OpenCV's INTER_LINEAR): when shrinking, linear and cubic keep their
 // unit-scale support instead of being stretched by the shrink factor.
 func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) []byte {
+	return pillowResampleBox(src, sh, sw, c, dh, dw, [4]float32{0, 0, float32(sw), float32(sh)}, filter, aa)
+}
+
+// pillowResampleBox is Image.resize((dw, dh), filter, box=b): the region
+// b, x1, y1, x2, y2 in float32 as Pillow takes it (inside the image),
+// resized in one sampling: each axis's scale is the box's side over the
+// output's, and output pixel centres start at the box's edge.
+func pillowResampleBox(src []byte, sh, sw, c, dh, dw int, b [4]float32, filter string, aa bool) []byte {
 	if filter == "nearest" {
-		return pillowNearest(src, sh, sw, c, dh, dw)
+		return pillowNearestBox(src, sh, sw, c, dh, dw, b)
 	}
 	// Pillow's filters and their support at scale 1.
 	fn, support := func(x float64) float64 { // BOX
@@ -57,19 +65,20 @@ func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) [
 	}
 	// weights of output pixel i of an axis of in pixels shrunk or grown to
 	// out: the first input pixel and the fixed-point taps.
-	weights := func(in, out, i int) (int, []int64) {
-		scale := float64(in) / float64(out)
+	// lo and hi are the box's edges on the axis.
+	weights := func(in, out, i int, lo, hi float32) (int, []int64) {
+		scale := float64(hi-lo) / float64(out)
 		fscale := max(scale, 1)
 		if !aa && filter != "area" {
 			fscale = 1
 		}
 		sup := support * fscale
-		center := (float64(i) + 0.5) * scale
-		lo := max(int(center-sup+0.5), 0)
-		hi := min(int(center+sup+0.5), in)
+		center := float64(lo) + (float64(i)+0.5)*scale
+		first := max(int(center-sup+0.5), 0)
+		last := min(int(center+sup+0.5), in)
 		var w []float64
 		total := 0.0
-		for x := lo; x < hi; x++ {
+		for x := first; x < last; x++ {
 			v := fn((float64(x) - center + 0.5) / fscale)
 			w = append(w, v)
 			total += v
@@ -85,12 +94,12 @@ func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) [
 				k[j] = int64(int32(0.5 + v*(1<<bits)))
 			}
 		}
-		return lo, k
+		return first, k
 	}
 	horizontal := func(img []byte, h, w, ow int) []byte {
 		out := make([]byte, h*ow*c)
 		for x := range ow {
-			lo, k := weights(w, ow, x)
+			lo, k := weights(w, ow, x, b[0], b[2])
 			for y := range h {
 				for ch := range c {
 					s := int64(1 << (bits - 1))
@@ -103,10 +112,10 @@ func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) [
 		}
 		return out
 	}
-	vertical := func(img []byte, h, w, oh int) []byte {
+	vpass := func(img []byte, h, w, oh int) []byte {
 		out := make([]byte, oh*w*c)
 		for y := range oh {
-			lo, k := weights(h, oh, y)
+			lo, k := weights(h, oh, y, b[1], b[3])
 			for i := range w * c {
 				s := int64(1 << (bits - 1))
 				for j, kj := range k {
@@ -121,34 +130,45 @@ func pillowResample(src []byte, sh, sw, c, dh, dw int, filter string, aa bool) [
 	// goes vertical first when the height shrinks by over twice as many
 	// pixels as the width (which may grow), else horizontal first (checked
 	// against Pillow 13.0.0 by comparing with two one-axis resizes).
+	// A box other than the whole image needs its passes, as Pillow's
+	// need_horizontal and need_vertical; the pass order still follows the
+	// image's sizes (checked against Pillow 13.0.0 with one-axis boxes).
+	needH := sw != dw || b[0] != 0 || b[2] != float32(dw)
+	needV := sh != dh || b[1] != 0 || b[3] != float32(dh)
 	switch {
-	case sh == dh && sw == dw:
+	case !needH && !needV:
 		return append([]byte(nil), src...)
-	case sh == dh:
+	case !needV:
 		return horizontal(src, sh, sw, dw)
-	case sw == dw:
-		return vertical(src, sh, sw, dh)
+	case !needH:
+		return vpass(src, sh, sw, dh)
 	case dh < sh && sh-dh > 2*(sw-dw):
-		return horizontal(vertical(src, sh, sw, dh), dh, sw, dw)
+		return horizontal(vpass(src, sh, sw, dh), dh, sw, dw)
 	}
-	return vertical(horizontal(src, sh, sw, dw), sh, dw, dh)
+	return vpass(horizontal(src, sh, sw, dw), sh, dw, dh)
 }
 
 // pillowNearest is Pillow's NEAREST resize (ImagingScaleAffine): the source
 // coordinate of output pixel i starts at half a step and grows by one step,
 // in = out × step, added up in double precision, then truncated.
 func pillowNearest(src []byte, sh, sw, c, dh, dw int) []byte {
-	coords := func(in, out int) []int {
-		step := float64(in) / float64(out)
+	return pillowNearestBox(src, sh, sw, c, dh, dw, [4]float32{0, 0, float32(sw), float32(sh)})
+}
+
+// pillowNearestBox is NEAREST with a box (_imaging.c's resize: an affine
+// scale of step (x2-x1)/out, in float32 then double, from x1 + step/2).
+func pillowNearestBox(src []byte, sh, sw, c, dh, dw int, b [4]float32) []byte {
+	coords := func(in, out int, lo, hi float32) []int {
+		step := float64(hi-lo) / float64(out)
 		xs := make([]int, out)
-		x := step / 2
+		x := float64(lo) + step/2
 		for i := range xs {
 			xs[i] = min(int(x), in-1)
 			x += step
 		}
 		return xs
 	}
-	ys, xs := coords(sh, dh), coords(sw, dw)
+	ys, xs := coords(sh, dh, b[1], b[3]), coords(sw, dw, b[0], b[2])
 	out := make([]byte, 0, dh*dw*c)
 	for _, y := range ys {
 		for _, x := range xs {

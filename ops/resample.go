@@ -160,9 +160,12 @@ func cubic(x float64) float64 {
 // axisTable maps one axis of in pixels onto out pixels.
 type axisTable struct {
 	in, out int
-	f       interp
-	aa      bool
-	used    uint64 // for the cache's LRU eviction
+	// lo, hi are the source span sampled, Pillow's float32 box edges:
+	// 0 and in for a whole-image resize, a crop's for crop_boxes.
+	lo, hi float32
+	f      interp
+	aa     bool
+	used   uint64 // for the cache's LRU eviction
 
 	// Output pixel i is the sum of input pixels start[i]+j, j < taps,
 	// times k[i*taps+j]. For nearest, start[i] is the one input pixel.
@@ -186,7 +189,15 @@ type simdLayout struct {
 // build fills the table, following Pillow's precompute_coeffs and
 // normalize_coeffs_8bpc operation for operation so that weights match.
 func (t *axisTable) build(in, out int, f interp, aa bool) {
-	t.in, t.out, t.f, t.aa = in, out, f, aa
+	t.buildBox(in, 0, float32(in), out, f, aa)
+}
+
+// buildBox is build for the span lo..hi of the in input pixels, as
+// Pillow's precompute_coeffs with a resize box: the scale is the span's
+// (its float32 width, as Pillow subtracts the float box edges) and the
+// centres start at lo.
+func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool) {
+	t.in, t.out, t.f, t.aa, t.lo, t.hi = in, out, f, aa, lo, hi
 	t.hw.kind, t.vw.kind = 0, 0
 	t.start = grow(t.start, out)
 	if f == interpNearest {
@@ -194,7 +205,8 @@ func (t *axisTable) build(in, out int, f interp, aa bool) {
 		return
 	}
 	// Pillow computes the scale from float32 box coordinates.
-	scale := float64(float32(in)) / float64(out)
+	scale := float64(hi-lo) / float64(out)
+	origin := float64(lo)
 	fs := scale
 	if fs < 1 || (!aa && f != interpArea) {
 		fs = 1
@@ -203,7 +215,7 @@ func (t *axisTable) build(in, out int, f interp, aa bool) {
 	support := kn.support * fs
 	// window is Pillow's range of input pixels [lo, hi) for output i.
 	window := func(i int) (center float64, lo, hi int) {
-		center = float64(float64(i)+0.5) * scale
+		center = origin + float64(float64(i)+0.5)*scale
 		lo = max(int(center-support+0.5), 0) // int() truncates, as C's cast
 		hi = max(min(int(center+support+0.5), in), lo)
 		return center, lo, hi
@@ -254,8 +266,8 @@ func (t *axisTable) build(in, out int, f interp, aa bool) {
 // the running sum decides ties, and we must pick the same pixels), then
 // truncated.
 func (t *axisTable) buildNearest() {
-	a := float64(float32(t.in)) / float64(t.out)
-	x := a * 0.5
+	a := float64(t.hi-t.lo) / float64(t.out)
+	x := float64(t.lo) + a*0.5
 	for i := range t.out {
 		t.start[i] = int32(min(max(int(x), 0), t.in-1))
 		x += a
@@ -296,11 +308,16 @@ func (r *resampler) Trim(keep int) int {
 // miss into the least recently used slot. The LRU order guarantees that the
 // table returned by the previous call survives this one.
 func (r *resampler) table(in, out int, f interp, aa bool) *axisTable {
+	return r.tableBox(in, 0, float32(in), out, f, aa)
+}
+
+// tableBox is table for the span lo..hi of the input axis.
+func (r *resampler) tableBox(in int, lo, hi float32, out int, f interp, aa bool) *axisTable {
 	r.clock++
 	lru := &r.tables[0]
 	for i := range r.tables {
 		t := &r.tables[i]
-		if t.used != 0 && t.in == in && t.out == out && t.f == f && t.aa == aa {
+		if t.used != 0 && t.in == in && t.out == out && t.f == f && t.aa == aa && t.lo == lo && t.hi == hi {
 			t.used = r.clock
 			return t
 		}
@@ -308,7 +325,7 @@ func (r *resampler) table(in, out int, f interp, aa bool) *axisTable {
 			lru = t
 		}
 	}
-	lru.build(in, out, f, aa)
+	lru.buildBox(in, lo, hi, out, f, aa)
 	lru.used = r.clock
 	return lru
 }
@@ -331,29 +348,49 @@ func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byt
 		r.resampleCV(dst, stride, dh, dw, win, src, sh, sw, c)
 		return
 	}
+	r.resampleBox(dst, stride, dh, dw, win, src, sh, sw, c, srcBox{0, 0, float32(sw), float32(sh)}, f, aa)
+}
+
+// srcBox is a source region in Pillow's resize box form, float32 as Pillow
+// takes it: x1, y1, x2, y2, inside the image.
+type srcBox [4]float32
+
+// resampleBox is resample of the region b of src only, sampled once as
+// Pillow's Image.resize(size, box=b) does: the Pillow filters, not
+// opencv_linear.
+func (r *resampler) resampleBox(dst []byte, stride, dh, dw int, win rect, src []byte, sh, sw, c int, b srcBox, f interp, aa bool) {
+	if win.h <= 0 || win.w <= 0 {
+		return
+	}
 	srow, wrow := sw*c, win.w*c
-	needH, needV := dw != sw, dh != sh
+	// Pillow's need_horizontal and need_vertical.
+	needH := dw != sw || b[0] != 0 || b[2] != float32(dw)
+	needV := dh != sh || b[1] != 0 || b[3] != float32(dh)
+	tableX := func(f interp, aa bool) *axisTable { return r.tableBox(sw, b[0], b[2], dw, f, aa) }
+	tableY := func(f interp, aa bool) *axisTable { return r.tableBox(sh, b[1], b[3], dh, f, aa) }
 	switch {
 	case f == interpNearest:
-		tx := r.table(sw, dw, interpNearest, false)
-		ty := r.table(sh, dh, interpNearest, false)
+		tx := tableX(interpNearest, false)
+		ty := tableY(interpNearest, false)
 		nearestPass(dst, stride, src, srow, c, ty, win.y, win.h, tx, win.x, win.w)
 	case !needH && !needV:
 		for y := range win.h {
 			copy(dst[y*stride:y*stride+wrow], src[(win.y+y)*srow+win.x*c:])
 		}
 	case !needV:
-		th := r.table(sw, dw, f, aa)
+		th := tableX(f, aa)
 		hpass(dst, stride, src[win.y*srow:], srow, win.h, c, th, win.x, win.w)
 	case !needH:
-		tv := r.table(sh, dh, f, aa)
+		tv := tableY(f, aa)
 		vpass(dst, stride, src[win.x*c:], srow, wrow, tv, win.y, win.h, 0)
 	case sh-dh > 2*(sw-dw) && dh < sh:
 		// Pillow 13 (PR 9549) goes vertical first when the height shrinks
 		// by over twice as many pixels as the width: less work, and since
-		// each pass rounds, the order shows in the pixels.
-		tv := r.table(sh, dh, f, aa)
-		th := r.table(sw, dw, f, aa)
+		// each pass rounds, the order shows in the pixels. With a box it
+		// still compares the whole image's sizes (checked against Pillow
+		// 13.0.0 with one-axis box resizes).
+		tv := tableY(f, aa)
+		th := tableX(f, aa)
 		// Only the columns that the horizontal pass reads go through the
 		// vertical one; the others of tmp are stale, and read only by
 		// taps of weight 0.
@@ -363,8 +400,8 @@ func (r *resampler) resample(dst []byte, stride, dh, dw int, win rect, src []byt
 		vpass(r.tmp[x0:], srow, src[x0:], srow, x1-x0, tv, win.y, win.h, 0)
 		hpass(dst, stride, r.tmp, srow, win.h, c, th, win.x, win.w)
 	default:
-		tv := r.table(sh, dh, f, aa)
-		th := r.table(sw, dw, f, aa)
+		tv := tableY(f, aa)
+		th := tableX(f, aa)
 		// Only the rows that the vertical pass reads go through the
 		// horizontal one.
 		y0 := int(tv.start[win.y])

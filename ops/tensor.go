@@ -18,9 +18,11 @@ const (
 	Uint8
 	Float16
 	Float32
+	// Int32 is the type of counts: a boxes input's count, crop_boxes'.
+	Int32
 )
 
-var dtypeNames = [...]string{Invalid: "INVALID", Uint8: "UINT8", Float16: "FP16", Float32: "FP32"}
+var dtypeNames = [...]string{Invalid: "INVALID", Uint8: "UINT8", Float16: "FP16", Float32: "FP32", Int32: "INT32"}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -36,7 +38,7 @@ func (d DType) Size() int {
 		return 1
 	case Float16:
 		return 2
-	case Float32:
+	case Float32, Int32:
 		return 4
 	}
 	return 0
@@ -52,8 +54,10 @@ func ParseDType(s string) (DType, error) {
 		return Float16, nil
 	case "FP32", "FLOAT32":
 		return Float32, nil
+	case "INT32":
+		return Int32, nil
 	}
-	return Invalid, fmt.Errorf("unknown dtype %q (want UINT8, FP16 or FP32)", s)
+	return Invalid, fmt.Errorf("unknown dtype %q (want UINT8, FP16, FP32 or INT32)", s)
 }
 
 // Color says what the channels of an image tensor hold: codec's, so that a
@@ -82,6 +86,40 @@ type Spec struct {
 	DType DType
 	Dims  []int // Dynamic where the size depends on the sample
 	Color Color // for HWC uint8 images; NoColor otherwise
+	// Coords is set on a boxes input's spec, FP32 [max, 4]: how its
+	// coordinates are given.
+	Coords Coords
+}
+
+// Coords says how a boxes tensor's coordinates are given.
+type Coords uint8
+
+const (
+	NoCoords Coords = iota
+	// PixelCoords: pixels of the decoded, oriented image.
+	PixelCoords
+	// RelativeCoords: fractions 0..1 of its width and height.
+	RelativeCoords
+)
+
+var coordsNames = [...]string{NoCoords: "", PixelCoords: "pixel", RelativeCoords: "relative"}
+
+func (c Coords) String() string {
+	if int(c) < len(coordsNames) {
+		return coordsNames[c]
+	}
+	return fmt.Sprintf("Coords(%d)", uint8(c))
+}
+
+// IsBoxes reports whether the spec is a boxes input's, FP32 [max, 4].
+func (s Spec) IsBoxes() bool {
+	return s.Coords != NoCoords && s.DType == Float32 && len(s.Dims) == 2 && s.Dims[1] == 4
+}
+
+// IsImages reports whether the spec is a stack of HWC uint8 images of one
+// size, [N, H, W, C] (crop_boxes' crops), which normalize takes crop by crop.
+func (s Spec) IsImages() bool {
+	return s.DType == Uint8 && len(s.Dims) == 4 && s.Color != NoColor
 }
 
 // Static reports whether every dimension is known.
@@ -118,6 +156,10 @@ func (s Spec) String() string {
 		b.WriteByte(' ')
 		b.WriteString(s.Color.String())
 	}
+	if s.Coords != NoCoords {
+		b.WriteByte(' ')
+		b.WriteString(s.Coords.String())
+	}
 	return b.String()
 }
 
@@ -140,6 +182,13 @@ type Tensor struct {
 	// otherwise. Size rules (resize, letterbox) compute from it so that the
 	// output shape does not depend on the decode scale.
 	Full [2]int
+
+	// Unused marks, for a stack of images ([N, H, W, C], crop_boxes'
+	// crops, and what normalize makes of them), the rows that hold no
+	// crop: they are zeros, and stay zeros through normalize. Empty (not
+	// nil: its array is reused) when every row is used or the tensor is
+	// not a stack.
+	Unused []bool
 
 	// fixed is set when Data is a caller-owned destination (one sample of
 	// a pipeline output) that Reshape must fill exactly, never replace.
@@ -168,6 +217,7 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 	t.DType = dt
 	t.Dims = append(t.Dims[:0], dims...)
 	t.Full = [2]int{}
+	t.Unused = t.Unused[:0]
 	return t.Data, nil
 }
 

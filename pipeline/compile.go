@@ -29,7 +29,7 @@ func Compile(p *pipelinepb.Pipeline, source string) (*Compiled, error) {
 		{c.header},
 		{c.names, c.operators},
 		{c.wiring, c.outputSources},
-		{c.graph},
+		{c.graph, c.boxUse},
 		{c.infer},
 		{c.outputSpecs},
 	}
@@ -67,6 +67,7 @@ type compiler struct {
 	inputs  map[string]int // input name → index
 	inNames []string
 	inSpecs []ops.Spec // per input: encoded bytes or a decoded image
+	countOf []int      // per input: the boxes input it counts, or -1
 	nodes   []nodeInfo
 	byName  map[string]int // node name → index
 	outs    []outInfo
@@ -235,7 +236,7 @@ func (c *compiler) result() *Compiled {
 		return r
 	}
 	cp := &Compiled{Def: c.def, Source: c.src, Inputs: append([]string(nil), c.inNames...),
-		InputSpecs: append([]ops.Spec(nil), c.inSpecs...)}
+		InputSpecs: append([]ops.Spec(nil), c.inSpecs...), CountOf: append([]int(nil), c.countOf...)}
 	for _, i := range c.order {
 		ni := c.nodes[i]
 		in := make([]Ref, len(ni.in))
@@ -252,6 +253,46 @@ func (c *compiler) result() *Compiled {
 	}
 	return cp
 }
+
+// boxUse checks who reads boxes and count inputs: a boxes input only a
+// crop_boxes node's boxes port, a count input nothing (the executor applies
+// it to its boxes), and the boxes port nothing but a boxes input.
+func (c *compiler) boxUse() {
+	readers := make([]int, len(c.inNames))
+	for i := range c.nodes {
+		ni := &c.nodes[i]
+		if ni.schema == nil {
+			continue
+		}
+		for p, r := range ni.in {
+			if r.Node != InputRef {
+				if ni.schema.Name == cropBoxes && p == 1 {
+					c.failf(c.nodeElem(i), "input", "port boxes reads %q, a node's output: it takes a boxes pipeline input (input { name: \"BOXES\" boxes { max: 8 coords: \"pixel\" } })", ni.inText[p])
+				}
+				continue
+			}
+			k, spec := r.Port, c.inSpecs[r.Port]
+			switch {
+			case c.countOf[k] >= 0:
+				c.failf(c.nodeElem(i), "input", "reads input %q, the count of input %q: a count is applied to its boxes, which crop_boxes reads; read %q instead", c.inNames[k], c.inNames[c.countOf[k]], c.inNames[c.countOf[k]])
+			case spec.IsBoxes() && (ni.schema.Name != cropBoxes || p != 1):
+				c.failf(c.nodeElem(i), "input", "reads boxes input %q on port %s: boxes are read by a crop_boxes node's boxes port (input: [\"decode\", %q])", c.inNames[k], ni.schema.Inputs[p].Name, c.inNames[k])
+			case spec.IsBoxes():
+				readers[k]++
+			case ni.schema.Name == cropBoxes && p == 1:
+				c.failf(c.nodeElem(i), "input", "port boxes reads input %q, which is not a boxes input: declare it input { name: %q boxes { max: 8 coords: \"pixel\" } }", c.inNames[k], c.inNames[k])
+			}
+		}
+	}
+	for k := range c.inNames {
+		if c.inSpecs[k].IsBoxes() && readers[k] == 0 {
+			c.failf(c.inputElem(k), "boxes", "no crop_boxes node reads it: add node { op: \"crop_boxes\" input: [\"decode\", %q] arg { name: \"size\" ints { v: [224, 224] } } }", c.inNames[k])
+		}
+	}
+}
+
+// cropBoxes is the operator that reads boxes inputs.
+const cropBoxes = "crop_boxes"
 
 // spec is the spec of a tensor by file-order Ref, once inferred.
 func (c *compiler) spec(r Ref) ops.Spec {

@@ -15,8 +15,11 @@ type Compiled struct {
 	// encoded bytes, or a decoded image's (UINT8 [-1, -1, C] with its
 	// colour) for an input declared with layout "HWC".
 	InputSpecs []ops.Spec
-	Nodes      []Node // topologically sorted: a node reads only earlier ones
-	Outputs    []Output
+	// CountOf[i] is, for a count input (count_of), the index of the boxes
+	// input it counts; -1 for any other input.
+	CountOf []int
+	Nodes   []Node // topologically sorted: a node reads only earlier ones
+	Outputs []Output
 }
 
 // Node is one built operator of a compiled pipeline.
@@ -57,6 +60,40 @@ const LayoutHWC = "HWC"
 // per sample, C fixed by the colour.
 func DecodedSpec(col ops.Color) ops.Spec {
 	return ops.Spec{DType: ops.Uint8, Dims: []int{ops.Dynamic, ops.Dynamic, col.Channels()}, Color: col}
+}
+
+// BoxesSpec is the spec of a boxes input of max rows: FP32 [max, 4].
+func BoxesSpec(max int, co ops.Coords) ops.Spec {
+	return ops.Spec{DType: ops.Float32, Dims: []int{max, 4}, Coords: co}
+}
+
+// CountSpec is the spec of a count input: INT32 [1].
+var CountSpec = ops.Spec{DType: ops.Int32, Dims: []int{1}}
+
+// Tensor reports whether input i carries a tensor of fixed shape per
+// sample (boxes, or their count) rather than an image.
+func (c *Compiled) Tensor(i int) bool {
+	return i < len(c.InputSpecs) && c.InputSpecs[i].DType != ops.Uint8
+}
+
+// HasTensors reports whether any input carries fixed-shape tensors.
+func (c *Compiled) HasTensors() bool {
+	for i := range c.Inputs {
+		if c.Tensor(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// CountFor is the index of the count input of boxes input i, or -1.
+func (c *Compiled) CountFor(i int) int {
+	for k, j := range c.CountOf {
+		if j == i {
+			return k
+		}
+	}
+	return -1
 }
 
 // Decoded reports whether input i carries decoded images (layout "HWC").

@@ -62,6 +62,10 @@ func (c *Compiled) Describe() string {
 	}
 	b.WriteString("\ninputs:\n")
 	for i, in := range c.Inputs {
+		if i < len(c.CountOf) && c.CountOf[i] >= 0 {
+			fmt.Fprintf(&b, "  %s: %v, the count of %s\n", in, c.Spec(Ref{Node: InputRef, Port: i}), c.Inputs[c.CountOf[i]])
+			continue
+		}
 		fmt.Fprintf(&b, "  %s: %v\n", in, c.Spec(Ref{Node: InputRef, Port: i}))
 	}
 	b.WriteString("nodes (in execution order):\n")

@@ -27,6 +27,7 @@ func (c *compiler) names() {
 		}
 		c.inputs[name] = i
 	}
+	c.counts()
 
 	for _, n := range c.def.GetNode() {
 		ni := nodeInfo{name: n.GetName(), explicit: n.GetName() != ""}
@@ -82,6 +83,19 @@ func (c *compiler) names() {
 // the input taken as encoded, so that later stages still run on it.
 func (c *compiler) inputSpec(i int, in *pipelinepb.Input) ops.Spec {
 	elem, layout, color := c.inputElem(i), in.GetLayout(), in.GetColor()
+	if in.GetBoxes() != nil || in.GetCountOf() != "" {
+		if layout != "" || color != "" {
+			c.failf(elem, "layout", "a boxes or count input carries no image: leave out layout and color")
+		}
+		if in.GetBoxes() != nil && in.GetCountOf() != "" {
+			c.failf(elem, "count_of", "given with boxes: an input is either boxes or the count of another input's boxes")
+			return InputSpec
+		}
+		if in.GetCountOf() != "" {
+			return CountSpec // count_of is resolved once every input is known
+		}
+		return c.boxesSpec(elem, in.GetBoxes())
+	}
 	switch layout {
 	case "":
 		if color != "" {
@@ -104,6 +118,63 @@ func (c *compiler) inputSpec(i int, in *pipelinepb.Input) ops.Spec {
 		return InputSpec
 	}
 	return DecodedSpec(col)
+}
+
+// boxesSpec reads a boxes input's declaration: FP32 [max, 4] with its
+// coordinates. A problem is reported and the input taken as encoded.
+func (c *compiler) boxesSpec(elem string, b *pipelinepb.Boxes) ops.Spec {
+	ok := true
+	if n := b.GetMax(); n < 1 || n > ops.MaxBoxes {
+		c.failf(elem, "boxes.max", "%d is out of range: the rows per sample, 1 to %d", n, ops.MaxBoxes)
+		ok = false
+	}
+	var co ops.Coords
+	switch strings.ToLower(b.GetCoords()) {
+	case "pixel":
+		co = ops.PixelCoords
+	case "relative":
+		co = ops.RelativeCoords
+	case "":
+		c.failf(elem, "boxes.coords", `missing: "pixel" (pixels of the decoded, oriented image) or "relative" (fractions 0..1 of its width and height)`)
+		ok = false
+	default:
+		c.failf(elem, "boxes.coords", `%q is not "pixel" or "relative"`, b.GetCoords())
+		ok = false
+	}
+	if !ok {
+		return InputSpec
+	}
+	return BoxesSpec(int(b.GetMax()), co)
+}
+
+// counts resolves each count input's count_of, which must name a boxes
+// input that no other count input counts.
+func (c *compiler) counts() {
+	c.countOf = make([]int, len(c.inNames))
+	by := map[int]int{}
+	for i, in := range c.def.GetInput() {
+		c.countOf[i] = -1
+		name := in.GetCountOf()
+		if name == "" || in.GetBoxes() != nil {
+			continue
+		}
+		elem := c.inputElem(i)
+		j, ok := c.inputs[name]
+		switch {
+		case !ok:
+			c.failf(elem, "count_of", "no input is named %q%s (inputs: %s)", name, suggest(name, c.inNames), listNames(c.inNames))
+			continue
+		case !c.inSpecs[j].IsBoxes():
+			c.failf(elem, "count_of", "input %q is not a boxes input (give it boxes { max: N coords: \"pixel\" }): a count counts boxes", name)
+			continue
+		}
+		if k, dup := by[j]; dup {
+			c.failf(elem, "count_of", "input %q is already counted by input #%d", name, k+1)
+			continue
+		}
+		by[j] = i
+		c.countOf[i] = j
+	}
 }
 
 // decodedColors are the colours a decoded input may declare, with the

@@ -138,6 +138,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			defer e.Close()
+			if prog.HasTensors() {
+				return fmt.Errorf("%s has a boxes input: bench does not feed boxes yet; sluice run --boxes runs it", *ef.pipeline)
+			}
 			bi := newBenchInstance(e, prog, imgs, *ef.batch, len(insts), *hostOut)
 			bi.dev = dev
 			insts = append(insts, bi)

@@ -27,6 +27,9 @@ const imagenet = "model_repository/preprocess_imagenet/1/pipeline.pbtxt"
 // imagenetDecoded is imagenet for images that arrive decoded.
 const imagenetDecoded = "model_repository/preprocess_imagenet_decoded/1/pipeline.pbtxt"
 
+// cropsImagenet crops a detector's boxes for an ImageNet classifier.
+const cropsImagenet = "model_repository/preprocess_crops/1/pipeline.pbtxt"
+
 func sluice(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = run(args, &o, &e)

@@ -91,9 +91,11 @@ func TestPipelinesDocExamples(t *testing.T) {
 			sameAsServed(t, c, imagenet)
 		case "torchvision_imagenet_decoded":
 			sameAsServed(t, c, imagenetDecoded)
+		case "crops_imagenet":
+			sameAsServed(t, c, cropsImagenet)
 		}
 	}
-	for _, want := range []string{"torchvision_imagenet", "torchvision_imagenet_decoded"} {
+	for _, want := range []string{"torchvision_imagenet", "torchvision_imagenet_decoded", "crops_imagenet"} {
 		if !names[want] {
 			t.Errorf("no block named %q", want)
 		}

@@ -107,8 +107,8 @@ func (f execFlags) open(dev int) (executor.Executor, *pipeline.Compiled, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(c.Inputs) != 1 {
-		return nil, nil, fmt.Errorf("%s has %d inputs; the CLI feeds pipelines of one input", *f.pipeline, len(c.Inputs))
+	if n := len(c.Inputs) - countTensors(c); n != 1 {
+		return nil, nil, fmt.Errorf("%s has %d image inputs; the CLI feeds pipelines of one (besides boxes, which run takes from --boxes)", *f.pipeline, n)
 	}
 	kind := executor.KindCPU
 	if dev >= 0 {
@@ -122,10 +122,24 @@ func (f execFlags) open(dev int) (executor.Executor, *pipeline.Compiled, error) 
 	return e, c, nil
 }
 
+// countTensors is the number of boxes and count inputs of c.
+func countTensors(c *pipeline.Compiled) int {
+	n := 0
+	for i := range c.Inputs {
+		if c.Tensor(i) {
+			n++
+		}
+	}
+	return n
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	ef := addExecFlags(fs)
 	outDir := fs.String("out", "", "directory for the .npy files (required)")
+	boxesFile := fs.String("boxes", "", "for a pipeline with a boxes input: the boxes of every image, a JSON list [[x1, y1, x2, y2], ...] "+
+		"or a JSON object of such lists by image file name, or a .npy FP32 [N, 4]; fewer rows than the input's max are padded with NaN, "+
+		"and a count input gets the number of rows given")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -157,15 +171,30 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res := executor.NewResult(prog)
-	decoded := prog.Decoded(0)
+	img := 0 // the image input
+	for i := range prog.Inputs {
+		if !prog.Tensor(i) {
+			img = i
+		}
+	}
+	boxes, err := loadBoxes(*boxesFile, prog)
+	if err != nil {
+		return err
+	}
+	decoded := prog.Decoded(img)
 	failed := 0
 	for start := 0; start < len(pos); start += *ef.batch {
 		files := pos[start:min(start+*ef.batch, len(pos))]
-		imgs := make([][]byte, len(files))
+		in := make([][][]byte, len(prog.Inputs))
+		for i := range in {
+			in[i] = make([][]byte, len(files))
+		}
+		imgs := in[img]
 		var dims [][][]int // per input: the shapes of a decoded input's images
 		readErrs := make([]error, len(files))
 		if decoded {
-			dims = [][][]int{make([][]int, len(files))}
+			dims = make([][][]int, len(prog.Inputs))
+			dims[img] = make([][]int, len(files))
 		}
 		for i, p := range files {
 			// An unreadable file is reported like a bad image, and
@@ -174,10 +203,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 				imgs[i] = nil
 			}
 			if decoded && err == nil {
-				dims[0][i], imgs[i], readErrs[i] = readDecoded(imgs[i], prog.InputSpecs[0])
+				dims[img][i], imgs[i], readErrs[i] = readDecoded(imgs[i], prog.InputSpecs[img])
+			}
+			if boxes != nil {
+				if err := boxes.fill(in, i, p); err != nil && readErrs[i] == nil {
+					readErrs[i] = err
+				}
 			}
 		}
-		if err := executor.RunShaped(e, [][][]byte{imgs}, dims, res); err != nil {
+		if err := executor.RunShaped(e, in, dims, res); err != nil {
 			return err
 		}
 		for i, p := range files {

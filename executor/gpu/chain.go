@@ -59,6 +59,11 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		if prog.Decoded(i) {
 			return nil, notGPU("input %s has layout %q: decoded-image inputs run on KIND_CPU instances only (for now)", in, pipeline.LayoutHWC)
 		}
+		// Box crops have no fused kernel yet; refusing at load beats a
+		// silent host round trip per crop.
+		if prog.Tensor(i) {
+			return nil, notGPU("input %s carries boxes or a box count: crop_boxes runs on KIND_CPU instances only (for now)", in)
+		}
 	}
 	if len(prog.Inputs) != 1 || len(prog.Nodes) == 0 {
 		return nil, notGPU("the GPU executor runs one input through decode and what follows it")

@@ -44,6 +44,9 @@ func TestChainRefuses(t *testing.T) {
 		{`version: 1 input { name: "FRAME" layout: "HWC" color: "RGB" }
 		  node { op: "resize" arg { name: "size" ints { v: [10, 10] } } }
 		  output { name: "O" }`, `input FRAME has layout "HWC": decoded-image inputs run on KIND_CPU instances only (for now)`},
+		{`version: 1 input { name: "I" } input { name: "BOXES" boxes { max: 4 coords: "pixel" } }
+		  node { op: "decode" input: "I" } node { op: "crop_boxes" input: ["decode", "BOXES"] arg { name: "size" ints { v: [10, 10] } } }
+		  output { name: "O" }`, `input BOXES carries boxes or a box count: crop_boxes runs on KIND_CPU instances only (for now)`},
 	} {
 		e, err := New(compile(t, c.text), executor.Options{})
 		if err == nil {

@@ -31,7 +31,8 @@ type Pipeline struct {
 	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	Name    string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Named inputs: each carries one image per sample, encoded (bytes) or,
-	// with layout and color set, already decoded.
+	// with layout and color set, already decoded; or, with boxes or
+	// count_of set, a detector's boxes for crop_boxes and their count.
 	Input []*Input `protobuf:"bytes,3,rep,name=input,proto3" json:"input,omitempty"`
 	// Operator nodes, in any order: edges come from their inputs.
 	Node []*Node `protobuf:"bytes,4,rep,name=node,proto3" json:"node,omitempty"`
@@ -115,7 +116,13 @@ type Input struct {
 	Layout string `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
 	// With layout "HWC": the channels of that image, which fix C: "RGB" or
 	// "BGR" (3), "GRAY" (1), "RGBA" or "BGRA" (4).
-	Color         string `protobuf:"bytes,3,opt,name=color,proto3" json:"color,omitempty"`
+	Color string `protobuf:"bytes,3,opt,name=color,proto3" json:"color,omitempty"`
+	// Set: the input carries boxes, FP32 [max, 4] per sample, rows x1, y1,
+	// x2, y2, read by a crop_boxes node.
+	Boxes *Boxes `protobuf:"bytes,4,opt,name=boxes,proto3" json:"boxes,omitempty"`
+	// Set: the input carries the count of the boxes input it names, INT32
+	// [1] per sample: rows at index >= count are unused.
+	CountOf       string `protobuf:"bytes,5,opt,name=count_of,json=countOf,proto3" json:"count_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +178,75 @@ func (x *Input) GetColor() string {
 	return ""
 }
 
+func (x *Input) GetBoxes() *Boxes {
+	if x != nil {
+		return x.Boxes
+	}
+	return nil
+}
+
+func (x *Input) GetCountOf() string {
+	if x != nil {
+		return x.CountOf
+	}
+	return ""
+}
+
+type Boxes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rows per sample, 1..256 (ops.MaxBoxes).
+	Max int64 `protobuf:"varint,1,opt,name=max,proto3" json:"max,omitempty"`
+	// "pixel": pixels of the decoded, oriented image; "relative": fractions
+	// 0..1 of its width (x) and height (y).
+	Coords        string `protobuf:"bytes,2,opt,name=coords,proto3" json:"coords,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Boxes) Reset() {
+	*x = Boxes{}
+	mi := &file_pipeline_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Boxes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Boxes) ProtoMessage() {}
+
+func (x *Boxes) ProtoReflect() protoreflect.Message {
+	mi := &file_pipeline_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Boxes.ProtoReflect.Descriptor instead.
+func (*Boxes) Descriptor() ([]byte, []int) {
+	return file_pipeline_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Boxes) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Boxes) GetCoords() string {
+	if x != nil {
+		return x.Coords
+	}
+	return ""
+}
+
 type Node struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique name; defaults to the operator name.
@@ -188,7 +264,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_pipeline_proto_msgTypes[2]
+	mi := &file_pipeline_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +276,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_pipeline_proto_msgTypes[2]
+	mi := &file_pipeline_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +289,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_pipeline_proto_rawDescGZIP(), []int{2}
+	return file_pipeline_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Node) GetName() string {
@@ -262,7 +338,7 @@ type Arg struct {
 
 func (x *Arg) Reset() {
 	*x = Arg{}
-	mi := &file_pipeline_proto_msgTypes[3]
+	mi := &file_pipeline_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +350,7 @@ func (x *Arg) String() string {
 func (*Arg) ProtoMessage() {}
 
 func (x *Arg) ProtoReflect() protoreflect.Message {
-	mi := &file_pipeline_proto_msgTypes[3]
+	mi := &file_pipeline_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +363,7 @@ func (x *Arg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Arg.ProtoReflect.Descriptor instead.
 func (*Arg) Descriptor() ([]byte, []int) {
-	return file_pipeline_proto_rawDescGZIP(), []int{3}
+	return file_pipeline_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Arg) GetName() string {
@@ -407,7 +483,7 @@ type IntList struct {
 
 func (x *IntList) Reset() {
 	*x = IntList{}
-	mi := &file_pipeline_proto_msgTypes[4]
+	mi := &file_pipeline_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +495,7 @@ func (x *IntList) String() string {
 func (*IntList) ProtoMessage() {}
 
 func (x *IntList) ProtoReflect() protoreflect.Message {
-	mi := &file_pipeline_proto_msgTypes[4]
+	mi := &file_pipeline_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +508,7 @@ func (x *IntList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntList.ProtoReflect.Descriptor instead.
 func (*IntList) Descriptor() ([]byte, []int) {
-	return file_pipeline_proto_rawDescGZIP(), []int{4}
+	return file_pipeline_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *IntList) GetV() []int64 {
@@ -451,7 +527,7 @@ type FloatList struct {
 
 func (x *FloatList) Reset() {
 	*x = FloatList{}
-	mi := &file_pipeline_proto_msgTypes[5]
+	mi := &file_pipeline_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -463,7 +539,7 @@ func (x *FloatList) String() string {
 func (*FloatList) ProtoMessage() {}
 
 func (x *FloatList) ProtoReflect() protoreflect.Message {
-	mi := &file_pipeline_proto_msgTypes[5]
+	mi := &file_pipeline_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -476,7 +552,7 @@ func (x *FloatList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FloatList.ProtoReflect.Descriptor instead.
 func (*FloatList) Descriptor() ([]byte, []int) {
-	return file_pipeline_proto_rawDescGZIP(), []int{5}
+	return file_pipeline_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FloatList) GetV() []float64 {
@@ -500,7 +576,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_pipeline_proto_msgTypes[6]
+	mi := &file_pipeline_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +588,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_pipeline_proto_msgTypes[6]
+	mi := &file_pipeline_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +601,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_pipeline_proto_rawDescGZIP(), []int{6}
+	return file_pipeline_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Output) GetName() string {
@@ -566,11 +642,16 @@ const file_pipeline_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
 	"\x05input\x18\x03 \x03(\v2\x16.sluice.pipeline.InputR\x05input\x12)\n" +
 	"\x04node\x18\x04 \x03(\v2\x15.sluice.pipeline.NodeR\x04node\x12/\n" +
-	"\x06output\x18\x05 \x03(\v2\x17.sluice.pipeline.OutputR\x06output\"I\n" +
+	"\x06output\x18\x05 \x03(\v2\x17.sluice.pipeline.OutputR\x06output\"\x92\x01\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x14\n" +
-	"\x05color\x18\x03 \x01(\tR\x05color\"h\n" +
+	"\x05color\x18\x03 \x01(\tR\x05color\x12,\n" +
+	"\x05boxes\x18\x04 \x01(\v2\x16.sluice.pipeline.BoxesR\x05boxes\x12\x19\n" +
+	"\bcount_of\x18\x05 \x01(\tR\acountOf\"1\n" +
+	"\x05Boxes\x12\x10\n" +
+	"\x03max\x18\x01 \x01(\x03R\x03max\x12\x16\n" +
+	"\x06coords\x18\x02 \x01(\tR\x06coords\"h\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x14\n" +
@@ -607,28 +688,30 @@ func file_pipeline_proto_rawDescGZIP() []byte {
 	return file_pipeline_proto_rawDescData
 }
 
-var file_pipeline_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_pipeline_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_pipeline_proto_goTypes = []any{
 	(*Pipeline)(nil),  // 0: sluice.pipeline.Pipeline
 	(*Input)(nil),     // 1: sluice.pipeline.Input
-	(*Node)(nil),      // 2: sluice.pipeline.Node
-	(*Arg)(nil),       // 3: sluice.pipeline.Arg
-	(*IntList)(nil),   // 4: sluice.pipeline.IntList
-	(*FloatList)(nil), // 5: sluice.pipeline.FloatList
-	(*Output)(nil),    // 6: sluice.pipeline.Output
+	(*Boxes)(nil),     // 2: sluice.pipeline.Boxes
+	(*Node)(nil),      // 3: sluice.pipeline.Node
+	(*Arg)(nil),       // 4: sluice.pipeline.Arg
+	(*IntList)(nil),   // 5: sluice.pipeline.IntList
+	(*FloatList)(nil), // 6: sluice.pipeline.FloatList
+	(*Output)(nil),    // 7: sluice.pipeline.Output
 }
 var file_pipeline_proto_depIdxs = []int32{
 	1, // 0: sluice.pipeline.Pipeline.input:type_name -> sluice.pipeline.Input
-	2, // 1: sluice.pipeline.Pipeline.node:type_name -> sluice.pipeline.Node
-	6, // 2: sluice.pipeline.Pipeline.output:type_name -> sluice.pipeline.Output
-	3, // 3: sluice.pipeline.Node.arg:type_name -> sluice.pipeline.Arg
-	4, // 4: sluice.pipeline.Arg.ints:type_name -> sluice.pipeline.IntList
-	5, // 5: sluice.pipeline.Arg.floats:type_name -> sluice.pipeline.FloatList
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	3, // 1: sluice.pipeline.Pipeline.node:type_name -> sluice.pipeline.Node
+	7, // 2: sluice.pipeline.Pipeline.output:type_name -> sluice.pipeline.Output
+	2, // 3: sluice.pipeline.Input.boxes:type_name -> sluice.pipeline.Boxes
+	4, // 4: sluice.pipeline.Node.arg:type_name -> sluice.pipeline.Arg
+	5, // 5: sluice.pipeline.Arg.ints:type_name -> sluice.pipeline.IntList
+	6, // 6: sluice.pipeline.Arg.floats:type_name -> sluice.pipeline.FloatList
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_pipeline_proto_init() }
@@ -636,7 +719,7 @@ func file_pipeline_proto_init() {
 	if File_pipeline_proto != nil {
 		return
 	}
-	file_pipeline_proto_msgTypes[3].OneofWrappers = []any{
+	file_pipeline_proto_msgTypes[4].OneofWrappers = []any{
 		(*Arg_Int)(nil),
 		(*Arg_Float)(nil),
 		(*Arg_Str)(nil),
@@ -650,7 +733,7 @@ func file_pipeline_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pipeline_proto_rawDesc), len(file_pipeline_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,6 +26,8 @@ func descr(dt ops.DType) (string, error) {
 		return "<f2", nil
 	case ops.Float32:
 		return "<f4", nil
+	case ops.Int32:
+		return "<i4", nil
 	}
 	return "", fmt.Errorf("npy: no NumPy type for %v", dt)
 }
@@ -85,7 +87,7 @@ func Read(b []byte) (ops.DType, []int, []byte, error) {
 		return 0, nil, nil, errors.New("npy: unsupported header")
 	}
 	var dt ops.DType
-	for _, c := range []ops.DType{ops.Uint8, ops.Float16, ops.Float32} {
+	for _, c := range []ops.DType{ops.Uint8, ops.Float16, ops.Float32, ops.Int32} {
 		if d, _ := descr(c); d == m[1] {
 			dt = c
 		}

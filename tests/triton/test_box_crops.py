@@ -1,0 +1,217 @@
+"""Box crops through the real server: model_repository's preprocess_crops
+(crop_boxes 224x224 bilinear with antialias, then ImageNet normalize, boxes
+in relative coordinates with a count) against Pillow's
+Image.open(p).convert("RGB").resize((224, 224), Image.BILINEAR, box=...)
+normalized the same way, over HTTP and gRPC; the refusals of bad boxes, each
+failing only its request; and ensemble_crops end to end: the stand-in
+detector's boxes, the crops it made of them, and the stand-in classifier's
+scores of those crops."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.helpers import ROOT
+from tests.triton.helpers import (
+    PROTOCOLS,
+    InferenceServerException,
+    assert_unharmed,
+    client_of,
+    grpcclient,
+    infer,
+    read_bytes,
+    uint8_input,
+)
+
+CROPS = "preprocess_crops"
+ENSEMBLE = "ensemble_crops"
+MAX = 8
+MEAN = np.array([0.485, 0.456, 0.406])
+STD = np.array([0.229, 0.224, 0.225])
+SCALE = 0.00392156862745098  # the pipeline's 1/255, as written there
+
+
+@pytest.fixture
+def crops_server(sluice_server):
+    sluice_server.ensure_loaded(CROPS, "detector_standin", "classifier_crops", ENSEMBLE)
+    return sluice_server
+
+
+def detector():
+    """The stand-in detector's own box function (its model.py imports the
+    Triton utilities only inside execute)."""
+    spec = importlib.util.spec_from_file_location(
+        "detector_standin", ROOT / "model_repository" / "detector_standin" / "1" / "model.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.boxes
+
+
+def pillow_crop(im, row):
+    """A relative box's crop as Pillow makes it, normalized as the pipeline
+    does (in float64, then float32), CHW; None when the box is unused."""
+    if np.isnan(row).any():
+        return None
+    w, h = im.size
+    x1, y1, x2, y2 = (float(v) * s for v, s in zip(row, (w, h, w, h)))
+    box = (max(x1, 0), max(y1, 0), min(x2, w), min(y2, h))  # Sluice's clipping rule
+    px = np.asarray(im.resize((224, 224), Image.BILINEAR, box=box), dtype=np.float64)
+    return ((px * SCALE - MEAN) / STD).astype(np.float32).transpose(2, 0, 1)
+
+
+def check_crops(im, boxes, count, crops, num, where):
+    """Crops and their count against Pillow's; returns the largest difference."""
+    used = [k for k in range(MAX) if k < count and not np.isnan(boxes[k]).any()]
+    assert int(num) == len(used), f"{where}: NUM_CROPS {num}, want {len(used)}"
+    worst = 0.0
+    for k in range(MAX):
+        if k not in used:
+            assert not crops[k].any(), f"{where}: row {k} is unused but not zeros"
+            continue
+        want = pillow_crop(im, boxes[k])
+        worst = max(worst, float(np.abs(crops[k] - want).max()))
+    return worst
+
+
+def random_boxes(rng, n_used):
+    """Relative boxes, some reaching past an edge (clipped), NaN past n_used."""
+    b = np.full((MAX, 4), np.nan, np.float32)
+    for k in range(n_used):
+        x1, y1 = rng.uniform(-0.2, 0.8, 2)
+        b[k] = (x1, y1, max(x1, 0) + rng.uniform(0.02, 0.7), max(y1, 0) + rng.uniform(0.02, 0.7))
+    return b
+
+
+def box_inputs(mod, boxes, counts):
+    b = mod.InferInput("BOXES", list(boxes.shape), "FP32")
+    b.set_data_from_numpy(np.ascontiguousarray(boxes, dtype=np.float32))
+    c = mod.InferInput("COUNT", [len(counts), 1], "INT32")
+    c.set_data_from_numpy(np.array(counts, np.int32).reshape(-1, 1))
+    return [b, c]
+
+
+def rgb(path):
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+def photo_set(photos):
+    # 8-bit photos: Pillow's convert("RGB") of a 16-bit PNG clips where
+    # Sluice's decode scales, a decode difference the crops would only repeat.
+    paths = photos.jpeg()[:10] + photos.png()[:4]
+    return [p for p in paths if Image.open(p).mode not in ("I", "I;16", "I;16B")]
+
+
+def test_config_completed(crops_server):
+    """A config of name and backend only: Sluice's auto-complete gives BOXES
+    TYPE_FP32 [8, 4], COUNT TYPE_INT32 [1] and the outputs their dims."""
+    s, name = crops_server, "preprocess_crops_auto"
+    if not s.http.is_model_ready(name):
+        s.add_model(name, f'name: "{name}"\nbackend: "sluice"\n', (s.repo / CROPS / "1" / "pipeline.pbtxt").read_text())
+        s.http.load_model(name)
+    cfg = s.http.get_model_config(name)
+    ins = {i["name"]: (i["data_type"], [int(d) for d in i["dims"]]) for i in cfg["input"]}
+    outs = {o["name"]: (o["data_type"], [int(d) for d in o["dims"]]) for o in cfg["output"]}
+    assert ins == {"IMAGE": ("TYPE_UINT8", [-1]), "BOXES": ("TYPE_FP32", [8, 4]), "COUNT": ("TYPE_INT32", [1])}, ins
+    assert outs == {"CROPS": ("TYPE_FP32", [8, 3, 224, 224]), "NUM_CROPS": ("TYPE_INT32", [1])}, outs
+    s.http.unload_model(name)
+
+
+@pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
+def test_crops_equal_pillow(crops_server, photos, proto):
+    """Each photo with its own random boxes (NaN rows, a count below the used
+    rows, boxes past the edges): every used crop equals Pillow's crop +
+    resize of the clipped box, normalized the same way, bit for bit; unused
+    rows are zeros; NUM_CROPS counts the used ones. Then two photos in one
+    request (padded UINT8 [2, N]) with boxes [2, 8, 4]."""
+    client, mod = client_of(crops_server, proto)
+    rng = np.random.default_rng(26)
+    paths = photo_set(photos)
+    worst, n = 0.0, 0
+    for i, p in enumerate(paths):
+        boxes = random_boxes(rng, 5)
+        count = 4 if i % 2 else MAX  # a count cuts the fifth box off
+        out = infer(client, mod, CROPS, [uint8_input(mod, read_bytes(p)), *box_inputs(mod, boxes[None], [count])],
+                    outputs=("CROPS", "NUM_CROPS"))  # fmt: skip
+        assert out["CROPS"].shape == (1, MAX, 3, 224, 224) and out["NUM_CROPS"].shape == (1, 1)
+        worst = max(worst, check_crops(rgb(p), boxes, count, out["CROPS"][0], out["NUM_CROPS"][0, 0], p.name))
+        n += 1
+    assert worst == 0, f"crops differ from Pillow's by up to {worst}"
+
+    a, b = read_bytes(paths[0]), read_bytes(paths[1])
+    both = np.zeros((2, max(len(a), len(b))), np.uint8)
+    both[0, : len(a)], both[1, : len(b)] = a, b
+    boxes = np.stack([random_boxes(rng, 3), random_boxes(rng, 6)])
+    out = infer(client, mod, CROPS, [uint8_input(mod, both), *box_inputs(mod, boxes, [MAX, 2])], outputs=("CROPS", "NUM_CROPS"))
+    for k, (p, count) in enumerate(zip(paths[:2], [MAX, 2])):
+        assert check_crops(rgb(p), boxes[k], count, out["CROPS"][k], out["NUM_CROPS"][k, 0], f"{p.name} in a pair") == 0
+    print(f"\n{proto}: {n} photos, crops vs Pillow: max |diff| {worst}")
+
+
+@pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
+def test_bad_boxes_refused(crops_server, photos, normal, proto):
+    """BOXES of another shape, BOXES whose bytes do not match their shape,
+    a count past max and a box empty after clipping each fail their own
+    request, naming the problem; the server is unharmed."""
+    client, mod = client_of(crops_server, proto)
+    img = uint8_input(mod, read_bytes(photos.jpeg()[0]))
+    good = np.array([[0.1, 0.1, 0.5, 0.5]] + [[np.nan] * 4] * (MAX - 1), np.float32)
+
+    wrong = mod.InferInput("BOXES", [1, 5, 4], "FP32")
+    wrong.set_data_from_numpy(np.zeros((1, 5, 4), np.float32))
+    with pytest.raises(InferenceServerException) as e:
+        infer(client, mod, CROPS, [img, wrong, box_inputs(mod, good[None], [1])[1]], outputs=("NUM_CROPS",))
+    msg = str(e.value)
+    assert "BOXES" in msg and "[1,5,4]" in msg.replace(" ", ""), msg
+
+    if mod is grpcclient:
+        # A body of the wrong size cannot be built through set_data_from_numpy;
+        # set the raw bytes directly, as a faulty client would.
+        short = grpcclient.InferInput("BOXES", [1, MAX, 4], "FP32")
+        short._raw_content = good.tobytes()[:-4]
+        short._input.ClearField("contents")
+        with pytest.raises(InferenceServerException) as e:
+            infer(client, mod, CROPS, [img, short, box_inputs(mod, good[None], [1])[1]], outputs=("NUM_CROPS",))
+        assert "BOXES" in str(e.value) and str(good.nbytes - 4) in str(e.value), str(e.value)
+
+    with pytest.raises(InferenceServerException) as e:
+        infer(client, mod, CROPS, [img, *box_inputs(mod, good[None], [9])], outputs=("NUM_CROPS",))
+    assert "COUNT" in str(e.value) and "count 9 is outside 0..8" in str(e.value), str(e.value)
+
+    empty = good.copy()
+    empty[1] = (1.2, 0.1, 1.5, 0.4)  # wholly right of the image
+    with pytest.raises(InferenceServerException) as e:
+        infer(client, mod, CROPS, [img, *box_inputs(mod, empty[None], [2])], outputs=("NUM_CROPS",))
+    assert "box 1 (x1, y1, x2, y2) = (1.2, 0.1, 1.5, 0.4) relative is empty" in str(e.value), str(e.value)
+
+    out = infer(client, mod, CROPS, [img, *box_inputs(mod, good[None], [1])], outputs=("NUM_CROPS",))
+    assert int(out["NUM_CROPS"][0, 0]) == 1
+    assert_unharmed(crops_server, normal)
+
+
+@pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
+def test_ensemble_crops(crops_server, photos, proto):
+    """IMAGE → detector_standin → preprocess_crops → classifier_crops: the
+    ensemble's BOXES are the stand-in detector's for those bytes, its CROPS
+    Pillow's crops of them, and its SCORES the classifier stand-in's scores
+    of those crops (the classifier model served on them), zeros for unused
+    rows."""
+    client, mod = client_of(crops_server, proto)
+    boxes_of = detector()
+    for p in photo_set(photos)[:5]:
+        data = read_bytes(p)
+        out = infer(client, mod, ENSEMBLE, [uint8_input(mod, data)], outputs=("SCORES", "BOXES", "CROPS", "NUM_CROPS"))
+        want_boxes, count = boxes_of(data.tobytes())
+        np.testing.assert_array_equal(out["BOXES"][0], want_boxes, err_msg=p.name)
+        n = int(out["NUM_CROPS"][0, 0])
+        assert n == count, f"{p.name}: {n} crops, the detector gave {count} boxes"
+        assert check_crops(rgb(p), want_boxes, count, out["CROPS"][0], n, p.name) == 0
+        crops = out["CROPS"][0]
+        t = mod.InferInput("PIXELS", [n, 3, 224, 224], "FP32")
+        t.set_data_from_numpy(np.ascontiguousarray(crops[:n]))
+        want = infer(client, mod, "classifier", [t], outputs=("SCORES",))["SCORES"]
+        np.testing.assert_allclose(out["SCORES"][0, :n], want, rtol=1e-5, atol=1e-9, err_msg=p.name)
+        assert not out["SCORES"][0, n:].any(), f"{p.name}: scores of unused crops"
