@@ -46,14 +46,16 @@ type benchResult struct {
 
 // benchInstance is one executor of a bench run with its own batches.
 type benchInstance struct {
-	dev    int // GPU, or -1
-	e      executor.Executor
-	run    func([][][]byte) ([]error, error)
-	imgs   [][]byte
-	batch  [][]byte
-	next   int
-	lat    []time.Duration
-	failed int
+	dev int // GPU, or -1
+	e   executor.Executor
+	run func([][][]byte) ([]error, error)
+	// samples[k] is what image k feeds each pipeline input: its bytes,
+	// and with --boxes its boxes and count.
+	samples [][][]byte
+	batch   [][][]byte // per input, per sample of the batch
+	next    int
+	lat     []time.Duration
+	failed  int
 }
 
 // deviceRunner is an executor that can keep a batch's outputs in device
@@ -62,9 +64,12 @@ type deviceRunner interface {
 	RunOnDevice(in [][][]byte) ([]error, error)
 }
 
-func newBenchInstance(e executor.Executor, prog *pipeline.Compiled, imgs [][]byte, bs, i int, hostOut bool) *benchInstance {
+func newBenchInstance(e executor.Executor, prog *pipeline.Compiled, samples [][][]byte, bs, i int, hostOut bool) *benchInstance {
 	res := executor.NewResult(prog)
-	bi := &benchInstance{e: e, imgs: imgs, batch: make([][]byte, bs), next: i * bs}
+	bi := &benchInstance{e: e, samples: samples, batch: make([][][]byte, len(prog.Inputs)), next: i * bs}
+	for k := range bi.batch {
+		bi.batch[k] = make([][]byte, bs)
+	}
 	bi.run = func(in [][][]byte) ([]error, error) {
 		err := executor.Run(e, in, res)
 		return res.Errs, err
@@ -79,11 +84,14 @@ func newBenchInstance(e executor.Executor, prog *pipeline.Compiled, imgs [][]byt
 
 // step runs one batch, the next images in turn, and counts its failures.
 func (bi *benchInstance) step() (int, error) {
-	for i := range bi.batch {
-		bi.batch[i] = bi.imgs[bi.next%len(bi.imgs)]
+	for j := range bi.batch[0] {
+		sample := bi.samples[bi.next%len(bi.samples)]
+		for k := range bi.batch {
+			bi.batch[k][j] = sample[k]
+		}
 		bi.next++
 	}
-	errs, err := bi.run([][][]byte{bi.batch})
+	errs, err := bi.run(bi.batch)
 	if err != nil {
 		return 0, err
 	}
@@ -105,6 +113,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	memProfile := fs.String("memprofile", "", "write the measured part's allocations (every one, so slower) to this file")
 	hostOut := fs.Bool("host-out", false, "with --gpu: copy outputs to host memory (default: keep them on the GPU)")
 	instances := fs.Int("instances", 1, "executors running batches at once, on each GPU of --gpu (as a Triton instance count)")
+	boxesFile := fs.String("boxes", "", "for a pipeline with a boxes input: the boxes of every image, as sluice run --boxes takes them")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -113,12 +122,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("want one or more image directories")
 	}
 	var imgs [][]byte
+	var names []string
 	for _, dir := range pos {
-		b, err := readImages(dir)
+		b, n, err := readImages(dir)
 		if err != nil {
 			return err
 		}
-		imgs = append(imgs, b...)
+		imgs, names = append(imgs, b...), append(names, n...)
 	}
 	if *instances < 1 {
 		return fmt.Errorf("--instances must be at least 1")
@@ -131,6 +141,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		devs = []int{-1}
 	}
 	var insts []*benchInstance
+	var samples [][][]byte
 	for _, dev := range devs {
 		for range *instances {
 			e, prog, err := ef.open(dev)
@@ -138,10 +149,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			defer e.Close()
-			if prog.HasTensors() {
-				return fmt.Errorf("%s has a boxes input: bench does not feed boxes yet; sluice run --boxes runs it", *ef.pipeline)
+			if samples == nil {
+				if samples, err = benchSamples(prog, imgs, names, *boxesFile); err != nil {
+					return err
+				}
 			}
-			bi := newBenchInstance(e, prog, imgs, *ef.batch, len(insts), *hostOut)
+			bi := newBenchInstance(e, prog, samples, *ef.batch, len(insts), *hostOut)
 			bi.dev = dev
 			insts = append(insts, bi)
 		}
@@ -272,14 +285,51 @@ func writeAllocProfile(path string) error {
 	return errors.Join(err, f.Close())
 }
 
-// readImages loads every file directly in dir that a registered format
-// recognises by its content (names do not count, as on a server).
-func readImages(dir string) ([][]byte, error) {
-	ents, err := os.ReadDir(dir)
+// benchSamples pairs each image with what the pipeline's other inputs
+// take: the boxes (and count) of --boxes.
+func benchSamples(prog *pipeline.Compiled, imgs [][]byte, names []string, boxesFile string) ([][][]byte, error) {
+	boxes, err := loadBoxes(boxesFile, prog)
 	if err != nil {
 		return nil, err
 	}
+	img := 0
+	for i := range prog.Inputs {
+		if !prog.Tensor(i) {
+			img = i
+		}
+	}
+	if prog.Decoded(img) {
+		return nil, fmt.Errorf("input %s takes decoded images: bench feeds encoded files", prog.Inputs[img])
+	}
+	samples := make([][][]byte, len(imgs))
+	for k, b := range imgs {
+		in := make([][][]byte, len(prog.Inputs))
+		for i := range in {
+			in[i] = make([][]byte, 1)
+		}
+		in[img][0] = b
+		if boxes != nil {
+			if err := boxes.fill(in, 0, names[k]); err != nil {
+				return nil, err
+			}
+		}
+		samples[k] = make([][]byte, len(in))
+		for i := range in {
+			samples[k][i] = in[i][0]
+		}
+	}
+	return samples, nil
+}
+
+// readImages loads every file directly in dir that a registered format
+// recognises by its content (names do not count, as on a server).
+func readImages(dir string) ([][]byte, []string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	var imgs [][]byte
+	var names []string
 	for _, ent := range ents {
 		// Links count as what they point to (benchmarks link a
 		// corpus's files into folders by kind).
@@ -289,14 +339,14 @@ func readImages(dir string) ([][]byte, error) {
 		}
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if codec.Sniff(b) != "" {
-			imgs = append(imgs, b)
+			imgs, names = append(imgs, b), append(names, name)
 		}
 	}
 	if len(imgs) == 0 {
-		return nil, fmt.Errorf("no image files in %s", dir)
+		return nil, nil, fmt.Errorf("no image files in %s", dir)
 	}
-	return imgs, nil
+	return imgs, names, nil
 }

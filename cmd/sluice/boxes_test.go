@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -84,5 +85,37 @@ func TestRunBoxes(t *testing.T) {
 		if code == 0 || !strings.Contains(e, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, e, c.want)
 		}
+	}
+}
+
+// TestBenchBoxes: bench feeds every image the boxes of --boxes (by file
+// name too) and its count; every sample succeeds. Without --boxes it says
+// what is missing.
+func TestBenchBoxes(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"a.jpg", "b.jpg"} {
+		if err := os.WriteFile(filepath.Join(dir, name), testimg.JPEG(200+40*i, 150, 5), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := filepath.Join(t.TempDir(), "boxes.json")
+	byName := filepath.Join(t.TempDir(), "names.json")
+	if err := os.WriteFile(list, []byte(`[[0.1, 0.2, 0.6, 0.9], [0.5, 0.5, 1.2, 1.1]]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(byName, []byte(`{"a.jpg": [[0.1, 0.2, 0.6, 0.9]], "b.jpg": [[0, 0, 1, 1], [0.2, 0.2, 0.4, 0.4]]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pipe := repoFile(t, cropsImagenet)
+	for _, boxes := range []string{list, byName} {
+		code, out, e := sluice("bench", "--json", "--duration", "50ms", "--batch", "3", "--pipeline", pipe, "--boxes", boxes, dir)
+		var r benchResult
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Batches < 1 || r.Failed != 0 || r.Images != 2 {
+			t.Fatalf("--boxes %s: code %d %q %+v", filepath.Base(boxes), code, e, r)
+		}
+	}
+	code, _, e := sluice("bench", "--duration", "50ms", "--pipeline", pipe, dir)
+	if code != 1 || !strings.Contains(e, "BOXES takes boxes: give them with --boxes") {
+		t.Fatalf("without --boxes: code %d, stderr %q", code, e)
 	}
 }

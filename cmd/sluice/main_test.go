@@ -210,7 +210,7 @@ func TestReadImages(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	imgs, err := readImages(dir)
+	imgs, _, err := readImages(dir)
 	if err != nil || len(imgs) != 1 {
 		t.Fatalf("readImages: %d images, %v; want the linked JPEG alone", len(imgs), err)
 	}
