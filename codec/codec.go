@@ -79,11 +79,29 @@ type Options struct {
 	// does, then converted to Color, which must have no alpha (RGB, BGR or
 	// GRAY). Images without alpha come out as without it.
 	Background *[3]byte
+	// CMYK is how a four-component (CMYK or YCCK) JPEG's inks become
+	// colours; the zero value is Pillow's rule.
+	CMYK CMYKRule
 	// Limits reject images that would cost too much, before any pixel
 	// buffer is allocated; the zero value means no limit. Only
 	// DecodeImage and Decode read it; Decoder.Header takes the limits.
 	Limits Limits
 }
+
+// CMYKRule is a library's arithmetic from a CMYK JPEG's stored (Adobe,
+// inverted) inks to RGB. The libraries a model was trained with disagree by
+// up to 3 levels on such files.
+type CMYKRule uint8
+
+const (
+	// CMYKPillow is Image.open(f).convert("RGB"): R = K - MULDIV255(255 -
+	// C, K), rounded; grey is convert("L") of that RGB.
+	CMYKPillow CMYKRule = iota
+	// CMYKOpenCV is cv2.imread / cv2.imdecode: R = K - ((255 - C) * K >> 8),
+	// truncated; grey is IMREAD_GRAYSCALE's (4899 R + 9617 G + 1868 B +
+	// 8192) >> 14 of that RGB.
+	CMYKOpenCV
+)
 
 func (o Options) color() Color {
 	if o.Color == 0 {

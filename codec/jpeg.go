@@ -341,12 +341,12 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	out, orient := storedTarget(dst, &d.scratch, sh*sw*c.Channels(), h, o)
 	if h.jpeg.components == 4 {
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
-		// convert as Pillow does.
+		// convert by the options' rule.
 		d.cmyk = grow(d.cmyk, sh*sw*4)
 		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.JCS_CMYK); err != nil {
 			return err
 		}
-		cmykTo(out, d.cmyk, c)
+		cmykTo(out, d.cmyk, c, o.CMYK)
 	} else if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c)); err != nil {
 		return err
 	}

@@ -306,7 +306,7 @@ func TestCMYKFormula(t *testing.T) {
 		}
 	}
 	rgb := make([]byte, 3*256*256)
-	cmykTo(rgb, src, RGB)
+	cmykTo(rgb, src, RGB, CMYKPillow)
 	for i := 0; i < 256*256; i++ {
 		s := src[4*i : 4*i+4]
 		nk := 255 - (255 - int(s[3]))
@@ -316,6 +316,42 @@ func TestCMYKFormula(t *testing.T) {
 				t.Fatalf("CMYK %v channel %d: got %d, want %d", s, ch, rgb[3*i+ch], want)
 			}
 		}
+	}
+}
+
+// TestCMYKOpenCVFormula checks cmykTo's OpenCV rule against OpenCV's
+// CMYK-to-BGR and CMYK-to-grey steps written out literally.
+func TestCMYKOpenCVFormula(t *testing.T) {
+	src := make([]byte, 4*256*256)
+	for c := 0; c < 256; c++ {
+		for k := 0; k < 256; k++ {
+			i := 4 * (c*256 + k)
+			src[i], src[i+1], src[i+2], src[i+3] = byte(c), byte(255-c), byte(c/2), byte(k)
+		}
+	}
+	bgr := make([]byte, 3*256*256)
+	gray := make([]byte, 256*256)
+	cmykTo(bgr, src, BGR, CMYKOpenCV)
+	cmykTo(gray, src, Gray, CMYKOpenCV)
+	for i := 0; i < 256*256; i++ {
+		s := src[4*i : 4*i+4]
+		k := int(s[3])
+		var rgb [3]int
+		for ch := range rgb {
+			rgb[ch] = k - ((255-int(s[ch]))*k)>>8
+			if got := int(bgr[3*i+2-ch]); got != rgb[ch] {
+				t.Fatalf("CMYK %v channel %d: got %d, want %d", s, ch, got, rgb[ch])
+			}
+		}
+		if want := (rgb[0]*4899 + rgb[1]*9617 + rgb[2]*1868 + 8192) >> 14; int(gray[i]) != want {
+			t.Fatalf("CMYK %v grey: got %d, want %d", s, gray[i], want)
+		}
+	}
+	// The rules differ: else choosing one would not matter.
+	pillow := make([]byte, len(bgr))
+	cmykTo(pillow, src, BGR, CMYKPillow)
+	if bytes.Equal(pillow, bgr) {
+		t.Error("the Pillow and OpenCV rules agree everywhere")
 	}
 }
 

@@ -35,6 +35,10 @@ func init() {
 					"Image.alpha_composite(Image.new(\"RGBA\", size, background), im.convert(\"RGBA\")).convert(\"RGB\") " +
 					"(transformers' convert_to_rgb uses white, [255, 255, 255]); a PNG's tRNS counts as alpha. " +
 					"Needs color RGB, BGR or GRAY. Absent: alpha is dropped, not composited (Pillow's convert(\"RGB\"))"},
+			{Name: "cmyk", Type: StringArg, Default: StrVal("pillow"), Enum: []string{"pillow", "opencv"},
+				Doc: "how a CMYK (or YCCK) JPEG's inks become colours: \"pillow\" as Image.open(f).convert(\"RGB\") " +
+					"(rounded), \"opencv\" as cv2.imread and cv2.imdecode (truncated; up to 3 levels apart); " +
+					"bit-exact with each. Other images are not affected"},
 		},
 		New: newDecode,
 	})
@@ -45,7 +49,8 @@ type decodeOp struct {
 	orient   bool
 	dctScale bool
 	bg       *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
-	sizer    Sizer    // the only consumer, when it sizes from the input alone
+	cmyk     codec.CMYKRule
+	sizer    Sizer // the only consumer, when it sizes from the input alone
 }
 
 func newDecode(a Args) (Op, error) {
@@ -54,6 +59,9 @@ func newDecode(a Args) (Op, error) {
 		return nil, &ArgError{"color", err.Error()}
 	}
 	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}
+	if a.Str("cmyk") == "opencv" {
+		o.cmyk = codec.CMYKOpenCV
+	}
 	if a.Has("background") {
 		if col.Channels() == 4 {
 			return nil, &ArgError{"background", fmt.Sprintf("flattens alpha, but color %v keeps it: use RGB, BGR or GRAY", col)}
@@ -141,7 +149,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg}
+	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk}
 	oh, ow, oc := h.OutSize(opt)
 	held := 4 * oh * ow
 	if o.bg != nil {

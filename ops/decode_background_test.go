@@ -88,11 +88,11 @@ func TestDecodeBackgroundRun(t *testing.T) {
 	if bytes.Equal(plain.Data, out.Data) {
 		t.Error("the background changed nothing")
 	}
-	col, _, bg := op.(ops.GPUDecoder).GPUDecode()
-	if col != ops.RGB || bg == nil || *bg != [3]byte{0, 50, 255} {
-		t.Errorf("GPUDecode: %v %v", col, bg)
+	spec := op.(ops.GPUDecoder).GPUDecode()
+	if spec.Color != ops.RGB || spec.Background == nil || *spec.Background != [3]byte{0, 50, 255} {
+		t.Errorf("GPUDecode: %+v", spec)
 	}
-	if _, _, bg := decodeTestOp(t, nil).(ops.GPUDecoder).GPUDecode(); bg != nil {
+	if bg := decodeTestOp(t, nil).(ops.GPUDecoder).GPUDecode().Background; bg != nil {
 		t.Errorf("GPUDecode without a background: %v", *bg)
 	}
 }

@@ -1,6 +1,6 @@
 package ops
 
-// GPUDecode is the colour the GPU executor's decoders must produce, whether
-// they apply the EXIF orientation, and the background alpha is flattened
-// onto (nil: none), as codec.Options.Background.
-func (o *decodeOp) GPUDecode() (Color, bool, *[3]byte) { return o.color, o.orient, o.bg }
+// GPUDecode is what the GPU executor's decoders must produce, and how.
+func (o *decodeOp) GPUDecode() DecodeSpec {
+	return DecodeSpec{Color: o.color, Orient: o.orient, Background: o.bg, CMYK: o.cmyk}
+}

@@ -3,6 +3,8 @@ package ops
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluice-dev/sluice/codec"
 )
 
 // The GPU executor runs everything after decode as one fused kernel per
@@ -69,11 +71,19 @@ func (g *Geom) setFill(op string, f fill) error {
 var ErrNotOnGPU = errors.New("not supported on the GPU")
 
 // GPUDecoder is implemented by the operator a GPU chain starts with
-// (decode): the colour it produces, whether it applies the EXIF
-// orientation, and the colour alpha is flattened onto (nil: none; the
-// colour then has no alpha). The executor decodes the image itself.
+// (decode). The executor decodes the image itself, as the spec says.
 type GPUDecoder interface {
-	GPUDecode() (col Color, orient bool, background *[3]byte)
+	GPUDecode() DecodeSpec
+}
+
+// DecodeSpec is what decode produces, and how.
+type DecodeSpec struct {
+	Color  Color
+	Orient bool // apply the EXIF orientation
+	// Background is the colour alpha is flattened onto (nil: none; Color
+	// then has no alpha).
+	Background *[3]byte
+	CMYK       codec.CMYKRule // a CMYK JPEG's conversion to colours
 }
 
 // GPUStage is implemented by operators that change an image's geometry on

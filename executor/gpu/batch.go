@@ -58,8 +58,8 @@ func (e *Executor) parse(b *batch) {
 		}
 		smp.hdr = hdr
 		smp.h, smp.w = hdr.Height, hdr.Width
-		uh, uw := hdr.OrientedSize(e.chain.orient)
-		g := ops.NewGeom(uh, uw, e.chain.color, e.opt.Limits)
+		uh, uw := hdr.OrientedSize(e.chain.dec.Orient)
+		g := ops.NewGeom(uh, uw, e.chain.dec.Color, e.opt.Limits)
 		for k := range e.chain.stages {
 			st := &e.chain.stages[k]
 			side := z.bindSide(k, st, b.dst, s, e.sideBlock(s))
@@ -237,7 +237,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 
 // decodeOn runs one nvJPEG path's share on its lanes.
 func (e *Executor) decodeOn(p *jpegPath, list []int) error {
-	return p.decode(list, e.samples, e.mem.base, e.fused, e.chain.color == ops.Gray, e.bind)
+	return p.decode(list, e.samples, e.mem.base, e.fused, e.chain.dec.Color == ops.Gray, e.bind)
 }
 
 // decodeCPU decodes the listed samples on the CPU workers: with
@@ -247,7 +247,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
 	}
-	gray := e.chain.color == ops.Gray
+	gray := e.chain.dec.Color == ops.Gray
 	// Largest first: workers take images in list order, and a large photo
 	// started last would hold the batch up while the others idle.
 	slices.SortStableFunc(list, func(a, b int) int {
@@ -266,7 +266,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 			}
 			smp.path = retryPath(smp.path)
 		}
-		if err := w.decode(smp, e.chain.color, e.chain.bg, e.opt.Limits, e.mem.base); err != nil {
+		if err := w.decode(smp, e.chain.dec, e.opt.Limits, e.mem.base); err != nil {
 			e.fail(b, s, e.decNm, err)
 		}
 	})
@@ -336,7 +336,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			dst = cuda.DevicePtr(d.Dev)
 		}
 		orient := 1
-		if e.chain.orient && smp.hdr.Orientation > 0 {
+		if e.chain.dec.Orient && smp.hdr.Orientation > 0 {
 			orient = smp.hdr.Orientation
 		}
 		desc[count] = kernels.Sample{

@@ -13,10 +13,8 @@ import (
 // operators that only move pixels (GPUStage), then at most one that maps
 // their values (GPUValues), all of it after decode done by one kernel.
 type chain struct {
-	color  ops.Color // what decode produces
-	orient bool
-	bg     *[3]byte // decode's background: alpha flattened on the CPU workers, nil for none
-	srcC   int      // channels of the decoded intermediate: 3, or 4 when alpha is kept
+	dec    ops.DecodeSpec // what decode produces; the CPU workers flatten alpha and convert CMYK
+	srcC   int            // channels of the decoded intermediate: 3, or 4 when alpha is kept
 	stages []stage
 	params kernels.Params
 	image  int // index of the image among the pipeline outputs
@@ -77,7 +75,7 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 			if !ok || nd.In[0].Node != pipeline.InputRef {
 				return nil, notGPU("the first node must decode the input, not %s", nd.Name)
 			}
-			c.color, c.orient, c.bg = d.GPUDecode()
+			c.dec = d.GPUDecode()
 			continue
 		}
 		if len(nd.In) != 1 || nd.In[0] != (pipeline.Ref{Node: i - 1, Port: 0}) {
@@ -135,7 +133,7 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		return nil, notGPU("no output reads the last node's image")
 	}
 	spec := prog.Outputs[c.image].Spec
-	ch := c.color.Channels()
+	ch := c.dec.Color.Channels()
 	if values == nil {
 		v := ops.IdentityValues(ch)
 		values = &v
@@ -153,12 +151,12 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 	if ch == 4 {
 		c.srcC = 4
 	}
-	c.params = kernelParams(c.color, *values, filter)
+	c.params = kernelParams(c.dec.Color, *values, filter)
 	// Whether the operators compose is a matter of their order, mostly:
 	// try the chain on a small and a large image so that a pipeline the
 	// kernel cannot run fails here rather than on every sample.
 	for _, hw := range [][2]int{{17, 23}, {3000, 4000}} {
-		g := ops.NewGeom(hw[0], hw[1], c.color, ops.Limits{})
+		g := ops.NewGeom(hw[0], hw[1], c.dec.Color, ops.Limits{})
 		for _, st := range c.stages {
 			if err := st.op.GPU(nil, &g, nil); err != nil {
 				if errors.Is(err, ops.ErrNotOnGPU) {

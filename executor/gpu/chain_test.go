@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
@@ -113,16 +114,16 @@ func TestChainParams(t *testing.T) {
 // the geometry through the operator itself.
 func TestChainBackground(t *testing.T) {
 	ch, err := newChain(compile(t, `version: 1 input { name: "I" }
-		node { op: "decode" arg { name: "background" ints { v: [255, 255, 255] } } }
+		node { op: "decode" arg { name: "background" ints { v: [255, 255, 255] } } arg { name: "cmyk" str: "opencv" } }
 		node { op: "crop" arg { name: "size" ints { v: [8, 8] } } arg { name: "rounding" str: "floor" } }
 		output { name: "O" }`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.bg == nil || *ch.bg != [3]byte{255, 255, 255} || ch.srcC != 3 || ch.outC != 3 {
-		t.Errorf("background %v, intermediate channels %d, output channels %d", ch.bg, ch.srcC, ch.outC)
+	if bg := ch.dec.Background; bg == nil || *bg != [3]byte{255, 255, 255} || ch.dec.CMYK != codec.CMYKOpenCV || ch.srcC != 3 || ch.outC != 3 {
+		t.Errorf("decode %+v, intermediate channels %d, output channels %d", ch.dec, ch.srcC, ch.outC)
 	}
-	g := ops.NewGeom(11, 8, ch.color, ops.Limits{})
+	g := ops.NewGeom(11, 8, ch.dec.Color, ops.Limits{})
 	if err := ch.stages[0].op.GPU(nil, &g, nil); err != nil || g.Win != [4]int{1, 0, 8, 8} {
 		t.Errorf("floor crop of 11 rows to 8: window %v (%v), want top 1", g.Win, err)
 	}
@@ -133,7 +134,7 @@ func TestChainBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.bg != nil || plain.srcC != 4 {
-		t.Errorf("RGBA without a background: %v, %d channels", plain.bg, plain.srcC)
+	if plain.dec.Background != nil || plain.srcC != 4 {
+		t.Errorf("RGBA without a background: %v, %d channels", plain.dec.Background, plain.srcC)
 	}
 }

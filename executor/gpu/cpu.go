@@ -89,9 +89,9 @@ func (z *sizer) unbindSide(k int) {
 }
 
 // decode decodes one sample at its stored orientation (the kernel
-// applies EXIF orientation for every path alike) and uploads it; bg, when
-// set, flattens the image's alpha onto it as the CPU executor's decode does.
-func (w *cpuWorker) decode(smp *sample, col ops.Color, bg *[3]byte, lim ops.Limits, base cuda.DevicePtr) error {
+// applies EXIF orientation for every path alike) and uploads it; dec's
+// background and CMYK rule apply as in the CPU executor's decode.
+func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base cuda.DevicePtr) error {
 	if w == nil {
 		return errNoContext
 	}
@@ -99,9 +99,9 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, bg *[3]byte, lim ops.Limi
 	if err != nil {
 		return ops.DecodeError(err)
 	}
-	opt := codec.Options{Color: codec.RGB, Background: bg}
+	opt := codec.Options{Color: codec.RGB, Background: dec.Background, CMYK: dec.CMYK}
 	switch {
-	case col == ops.Gray, smp.c == 1:
+	case dec.Color == ops.Gray, smp.c == 1:
 		// libjpeg's own grey (the luma plane), as the CPU executor; for
 		// a greyscale JPEG the kernel repeats it into the colours.
 		opt.Color, smp.c = codec.Gray, 1
@@ -110,7 +110,7 @@ func (w *cpuWorker) decode(smp *sample, col ops.Color, bg *[3]byte, lim ops.Limi
 	}
 	n := smp.h * smp.w * smp.c
 	held := smp.h * smp.w * 4
-	if bg != nil {
+	if dec.Background != nil {
 		held *= 2 // and the RGBA image that the decoder flattens
 	}
 	w.held(held)

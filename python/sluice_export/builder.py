@@ -94,7 +94,7 @@ class Pipeline:
         self.nodes.append(Node(op, args, comment=comment))
         return self
 
-    def decode(self, color="RGB", orient=None, background=None, dct_scale=None, comment=None):
+    def decode(self, color="RGB", orient=None, background=None, dct_scale=None, cmyk=None, comment=None):
         if self.nodes:
             raise ExportError("decode: only one decode, first")
         if color not in COLORS:
@@ -111,6 +111,10 @@ class Pipeline:
             args["background"] = ("ints", bg)
         if dct_scale is not None:
             args["dct_scale"] = ("bool", bool(dct_scale))
+        if cmyk is not None:
+            if cmyk not in ("pillow", "opencv"):
+                raise ExportError(f"decode: cmyk must be 'pillow' or 'opencv', got {cmyk!r}")
+            args["cmyk"] = ("str", cmyk)
         self.channels = COLORS[color]
         return self._add("decode", args, comment)
 

@@ -72,10 +72,9 @@ def export_ultralytics(settings, name="preprocess"):
     fill = s.get("padding_value", 114)
     p = Pipeline(name)
     p.note(f"Exported from ultralytics LetterBox settings by sluice_export: {s}.\n"
-           "Input as cv2.imread: EXIF orientation applied (orient: true), alpha dropped; pixels RGB, CHW, /255.\n"
-           "CMYK JPEGs: decode converts CMYK as Pillow does (rounded); cv2.imread truncates (k - ((255 - c) * k >> 8)),\n"
-           "up to 3 levels of 255 apart on the corpus. Every other image is exact.")
-    p.decode(color="RGB", orient=True)
+           "Input as cv2.imread: EXIF orientation applied (orient: true), alpha dropped, CMYK JPEGs converted\n"
+           "with OpenCV's arithmetic (cmyk: opencv); pixels RGB, CHW, /255.")
+    p.decode(color="RGB", orient=True, cmyk="opencv")
     if _truthy(s.get("scale_fill", s.get("scaleFill", False))):
         p.resize(size=(h, w), interp="opencv_linear")
         p.note("scale_fill: the image is stretched to the canvas, no padding (no SCALE/OFFSET outputs).")
