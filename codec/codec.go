@@ -197,6 +197,19 @@ func (h Header) OutSize(o Options) (height, width, channels int) {
 	return height, width, o.color().Channels()
 }
 
+// Scratch bounds the bytes a Decoder keeps for its own intermediate images
+// after decoding h with o (an RGBA or CMYK plane, an unrotated copy; with
+// Background, the RGBA image it flattens as well), for callers that decide
+// when to let a reused decoder's buffers go.
+func (h Header) Scratch(o Options) int {
+	height, width, _ := h.OutSize(o)
+	n := 4 * height * width
+	if o.Background != nil {
+		n *= 2
+	}
+	return n
+}
+
 // ColorSpace is how a JPEG's components code colour.
 type ColorSpace uint8
 

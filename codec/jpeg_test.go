@@ -552,3 +552,28 @@ func TestDecodeConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestScratch: the bound follows the output size (DCT scale, orientation)
+// and doubles with a background, whose RGBA image is flattened.
+func TestScratch(t *testing.T) {
+	src := withAPP1(encodeJPEG(t, gradientImage(64, 48), 90), exifPayload(6, true))
+	d := NewDecoder()
+	defer d.Close()
+	h, err := d.Header(src, LimitsFor(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := [3]byte{255, 255, 255}
+	for _, c := range []struct {
+		o    Options
+		want int
+	}{
+		{Options{}, 4 * 64 * 48},
+		{Options{Orient: true, Scale: 4}, 4 * 32 * 24},
+		{Options{Background: &bg}, 8 * 64 * 48},
+	} {
+		if got := h.Scratch(c.o); got != c.want {
+			t.Errorf("Scratch(%+v) = %d, want %d", c.o, got, c.want)
+		}
+	}
+}

@@ -151,11 +151,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	}
 	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk}
 	oh, ow, oc := h.OutSize(opt)
-	held := 4 * oh * ow
-	if o.bg != nil {
-		held *= 2 // and the RGBA image that the decoder flattens
-	}
-	st.held = max(st.held, held)
+	st.held = max(st.held, h.Scratch(opt))
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)
 	if err != nil {
 		return err

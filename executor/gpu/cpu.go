@@ -109,11 +109,7 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 		opt.Color = codec.RGBA
 	}
 	n := smp.h * smp.w * smp.c
-	held := smp.h * smp.w * 4
-	if dec.Background != nil {
-		held *= 2 // and the RGBA image that the decoder flattens
-	}
-	w.held(held)
+	w.held(hdr.Scratch(opt))
 	if err := growPinned(&w.pinned, n); err != nil {
 		return err
 	}
