@@ -38,7 +38,7 @@ mutants=(
 	"weight-rounding~ops/resample.go~s#int32(0.5 + float64(x\*(1<<rsBits)))#int32(float64(x*(1<<rsBits)))#~resampling weights truncated, not rounded"
 	"pass-order~ops/resample.go~s#case sh-dh > 2\*(sw-dw) \&\& dh < sh:#case false:#~always horizontal pass first (Pillow 13 goes vertical first on tall shrinks)"
 	"antialias~ops/resample.go~s#if fs < 1 || (!aa \&\& f != interpArea) {#if fs < 1 {#~antialias=false ignored"
-	"nearest-start~ops/resample.go~s#x := a \* 0.5\$#x := a * 0.49#~nearest samples just left of the pixel centre"
+	"nearest-start~ops/resample.go~s#x := float64(t.lo) + a\*0.5\$#x := float64(t.lo) + a*0.49#~nearest samples just left of the pixel centre"
 	"decode-channels~ops/decode.go~s#codec.Options{Color: o.color,#codec.Options{Color: [...]Color{RGB: BGR, BGR: RGB, Gray: Gray, RGBA: BGRA, BGRA: RGBA}[o.color],#~decode RGB and BGR swapped"
 	"normalize-channels~ops/normalize.go~s#p\[i\] = i\$#p[i] = len(p) - 1 - i#~normalize reverses the channels it should keep"
 	"normalize-rounding~ops/normalize.go~s#math.RoundToEven(f)#math.Floor(f)#~UINT8 output truncated, not rounded"
