@@ -1,7 +1,6 @@
 """Shared by the exporter's tests: the sluice CLI, the corpus photos, running an
-exported pipeline, and skipping where the binary lacks an argument the export
-uses (crop rounding, decode background, interp opencv_linear are being added
-to the Go side)."""
+exported pipeline, and skipping where the binary is older than an argument the
+export uses (SLUICE_BIN may name an installed one)."""
 
 import os
 import pathlib
