@@ -124,11 +124,12 @@ def error_of(e):
     return {"error": f"{type(e).__name__}: {short_error(e)}"}
 
 
-def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, instances=1, hw_share=None):
+def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, instances=1, hw_share=None, boxes=None):
     """`sluice bench --json` over the images of dirs: its result, with the
     command; or {"error": ...} (and what else is known) when it failed.
     gpus: device ordinals, comma-separated ("": the CPU executor);
-    workers 0 and hw_share None: sluice bench's defaults."""
+    workers 0 and hw_share None: sluice bench's defaults; boxes: the
+    --boxes file of a pipeline with a boxes input."""
     cmd = [str(binary), "bench", "--json", "--pipeline", str(pipeline), "--batch", str(batch),
            "--duration", f"{seconds:g}s"]
     if gpus:
@@ -139,6 +140,8 @@ def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, ins
         cmd += ["--hw-share", f"{hw_share:g}"]
     if instances > 1:
         cmd += ["--instances", str(instances)]
+    if boxes is not None:
+        cmd += ["--boxes", str(boxes)]
     cmd += [str(d) for d in dirs]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
