@@ -294,10 +294,9 @@ func TestClassifyJPEG(t *testing.T) {
 	}
 }
 
-// TestCMYKFormula checks cmykTo against Pillow's steps written out
-// literally: invert the stored inks ("CMYK;I"), then cmyk2rgb.
-func TestCMYKFormula(t *testing.T) {
-	muldiv255 := func(a, b int) int { tmp := a*b + 128; return ((tmp >> 8) + tmp) >> 8 }
+// cmykGrid is every C and K sample pairing (M and Y follow C), as stored
+// 4-component pixels.
+func cmykGrid() []byte {
 	src := make([]byte, 4*256*256)
 	for c := 0; c < 256; c++ {
 		for k := 0; k < 256; k++ {
@@ -305,6 +304,14 @@ func TestCMYKFormula(t *testing.T) {
 			src[i], src[i+1], src[i+2], src[i+3] = byte(c), byte(255-c), byte(c/2), byte(k)
 		}
 	}
+	return src
+}
+
+// TestCMYKFormula checks cmykTo against Pillow's steps written out
+// literally: invert the stored inks ("CMYK;I"), then cmyk2rgb.
+func TestCMYKFormula(t *testing.T) {
+	muldiv255 := func(a, b int) int { tmp := a*b + 128; return ((tmp >> 8) + tmp) >> 8 }
+	src := cmykGrid()
 	rgb := make([]byte, 3*256*256)
 	cmykTo(rgb, src, RGB, CMYKPillow)
 	for i := 0; i < 256*256; i++ {
@@ -322,13 +329,7 @@ func TestCMYKFormula(t *testing.T) {
 // TestCMYKOpenCVFormula checks cmykTo's OpenCV rule against OpenCV's
 // CMYK-to-BGR and CMYK-to-grey steps written out literally.
 func TestCMYKOpenCVFormula(t *testing.T) {
-	src := make([]byte, 4*256*256)
-	for c := 0; c < 256; c++ {
-		for k := 0; k < 256; k++ {
-			i := 4 * (c*256 + k)
-			src[i], src[i+1], src[i+2], src[i+3] = byte(c), byte(255-c), byte(c/2), byte(k)
-		}
-	}
+	src := cmykGrid()
 	bgr := make([]byte, 3*256*256)
 	gray := make([]byte, 256*256)
 	cmykTo(bgr, src, BGR, CMYKOpenCV)

@@ -96,3 +96,12 @@ def assert_parity(results, reference, name="PIXELS", atol=ATOL, label=""):
         worst = max(worst, d)
     print(f"parity{' ' + label if label else ''}: {len(results)} images, max abs diff {worst:.3g}")
     return len(results), worst
+
+
+# openai/clip-vit-base-patch32's preprocessor_config.json: the exporter tests'
+# transformers case and the docs' example.
+CLIP = {"image_processor_type": "CLIPImageProcessor", "do_resize": True, "size": {"shortest_edge": 224},
+        "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}, "do_rescale": True,
+        "rescale_factor": 0.00392156862745098, "do_normalize": True,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "do_convert_rgb": True}

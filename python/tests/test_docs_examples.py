@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from helpers import CLIP
 from sluice_export import export_open_clip, export_timm, export_torchvision, export_transformers, export_ultralytics
 from sluice_export import parse_settings
 
@@ -16,12 +17,6 @@ DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "pipelines.md"
 # timm's convnext_tiny.fb_in1k pretrained_cfg, the keys the exporter reads.
 CONVNEXT_TINY = {"input_size": (3, 224, 224), "interpolation": "bicubic", "crop_pct": 0.875, "crop_mode": "center",
                  "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
-# openai/clip-vit-base-patch32's preprocessor_config.json.
-CLIP_B32 = {"image_processor_type": "CLIPImageProcessor", "do_resize": True, "size": {"shortest_edge": 224},
-            "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}, "do_rescale": True,
-            "rescale_factor": 0.00392156862745098, "do_normalize": True,
-            "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
-            "do_convert_rgb": True}
 
 
 def doc_blocks():
@@ -49,7 +44,7 @@ def open_clip_vit_b32():
 
 @pytest.mark.parametrize("make", [
     lambda: export_timm(CONVNEXT_TINY, name="preprocess_convnext_tiny"),
-    lambda: export_transformers(CLIP_B32, name="preprocess_clip_b32", backend="pil"),
+    lambda: export_transformers(CLIP, name="preprocess_clip_b32", backend="pil"),
     lambda: export_ultralytics(parse_settings("imgsz=640,stride=32"), name="preprocess_yolo"),
 ], ids=["timm", "transformers", "ultralytics"])
 def test_doc_shows_export(make):

@@ -7,6 +7,7 @@ import enum
 
 import pytest
 
+from helpers import CLIP
 from sluice_export import (ExportError, export_open_clip, export_timm, export_torchvision, export_transformers,
                            export_ultralytics)
 
@@ -183,13 +184,6 @@ def test_timm_refusals(cfg, match):
 
 
 # ------------------------------------------------------------------ transformers
-
-CLIP = {"image_processor_type": "CLIPImageProcessor", "do_resize": True, "size": {"shortest_edge": 224},
-        "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}, "do_rescale": True,
-        "rescale_factor": 0.00392156862745098, "do_normalize": True,
-        "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
-        "do_convert_rgb": True}
-
 
 def test_transformers_clip_pil():
     p = export_transformers(CLIP, backend="pil")
