@@ -33,6 +33,8 @@ const (
 	// jp2MinTileArea: tiles must average this many pixels, so that the
 	// per-tile overhead stays a fraction of the pixel work.
 	jp2MinTileArea = 64
+	// jp2MaxComps: grey, grey+alpha, RGB, RGBA (jp2mem.h's SL_JP2_MAX_COMPS).
+	jp2MaxComps = C.SL_JP2_MAX_COMPS
 )
 
 // jp2Decoder decodes JPEG 2000 (JP2 files and raw codestreams) through
@@ -99,7 +101,7 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 	if err := TooLargeErr("JPEG 2000", siz.width, siz.height, lim.MaxPixels); err != nil {
 		return none, est, err
 	}
-	if siz.comps < 1 || siz.comps > C.SL_JP2_MAX_COMPS {
+	if siz.comps < 1 || siz.comps > jp2MaxComps {
 		return none, est, formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with %d components is not supported", siz.comps)
 	}
 	if siz.tiles > jp2MaxTiles || siz.tiles > 1+uint64(siz.width)*uint64(siz.height)/jp2MinTileArea {
@@ -113,9 +115,10 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 			return none, est, cerr
 		}
 	}
+	d.st.cap = C.int64_t(jp2Cap(est.memory))
 	info := C.sl_jp2_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), d.st)
 	if info.rc != 0 {
-		return none, est, jp2Error(C.GoString(&d.st.err[0]))
+		return none, est, d.failure()
 	}
 	w, h := int(info.x1)-int(info.x0), int(info.y1)-int(info.y0)
 	if w != siz.width || h != siz.height || int(info.comps) != siz.comps {
@@ -135,6 +138,32 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 		}
 	}
 	return info, est, nil
+}
+
+// jp2Cap is the most OpenJPEG may hold at once while it reads or decodes
+// an image whose memory was estimated at estimate bytes: the estimate
+// with a margin for its error (measured peaks stay within it: see
+// TestJP2PeakWithinEstimate). An estimate that is wrong by more fails the
+// image as too large instead of taking the server's memory; 0 (no
+// estimate) is no cap.
+func jp2Cap(estimate int64) int64 {
+	if estimate <= 0 {
+		return 0
+	}
+	return estimate + estimate/2 + jp2CapSlack
+}
+
+// jp2CapSlack: OpenJPEG's fixed allocations (codec, stream buffer,
+// Tier-1 buffers), which the estimate does not count.
+const jp2CapSlack = 4 << 20
+
+// failure is the error of a failed OpenJPEG call: its first message, or
+// the cap it ran into.
+func (d *jp2Decoder) failure() *Error {
+	if d.st.cap_hit != 0 {
+		return formatErr(TooLarge, "JPEG 2000", "JPEG 2000 decoder needed more than its cap of %d bytes (out of memory)", int64(d.st.cap))
+	}
+	return jp2Error(C.GoString(&d.st.err[0]))
 }
 
 // jp2StripSamples: the decoded image is brought to 8 bits a strip of
@@ -163,6 +192,7 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 		return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header changed from %dx%d to %dx%d", h.Width, h.Height, w, hh)
 	}
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
+	d.st.cap = C.int64_t(jp2Cap(h.Memory))
 	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info, d.st)
 	defer C.sl_jp2_release(d.st)
 	msg := C.GoString(&d.st.err[0])
@@ -173,7 +203,7 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	case 3:
 		return formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with a palette or channel mapping is not supported (%s)", msg)
 	default:
-		return jp2Error(msg)
+		return d.failure()
 	}
 	c := o.color()
 	ch := c.Channels()

@@ -18,6 +18,12 @@ typedef struct {
 	char warn[SL_JP2_MSG_LEN];
 	int nerr, nwarn;
 	void *img; // the decoded opj_image_t, between sl_jp2_decode and sl_jp2_release
+	// cap bounds the bytes OpenJPEG may hold at once during one call of
+	// sl_jp2_header or sl_jp2_decode (0: no bound); an allocation past it
+	// fails, OpenJPEG reports its failure, and cap_hit says why. peak is
+	// the most the call held.
+	int64_t cap, peak;
+	int cap_hit;
 } sl_jp2_state;
 
 // What opj_read_header found; per-component fields for the first

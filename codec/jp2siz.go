@@ -33,36 +33,107 @@ const (
 )
 
 // jp2Codestream returns the codestream of a JP2 file: the contents of its
-// first top-level "jp2c" box.
+// first top-level "jp2c" box. On the way it reads the boxes OpenJPEG
+// acts on after decoding (jp2Colour), so that what Sluice refuses anyway
+// is refused before OpenJPEG decodes anything.
 func jp2Codestream(b []byte) ([]byte, *Error) {
 	for pos := uint64(0); ; {
-		if pos+8 > uint64(len(b)) {
-			return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends before the codestream box")
+		typ, body, next, err := jp2Box(b, pos)
+		if err != nil {
+			return nil, err
 		}
-		n := uint64(binary.BigEndian.Uint32(b[pos:]))
-		typ := string(b[pos+4 : pos+8])
-		hdr := uint64(8)
-		switch n {
-		case 0: // to the end
-			n = uint64(len(b)) - pos
-		case 1:
-			if pos+16 > uint64(len(b)) {
-				return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in a box header")
+		switch typ {
+		case "jp2c":
+			return body, nil
+		case "jp2h":
+			if err := jp2Header(body); err != nil {
+				return nil, err
 			}
-			n, hdr = binary.BigEndian.Uint64(b[pos+8:]), 16
+		default:
+			// OpenJPEG also reads a header box found outside jp2h.
+			if err := jp2Colour(typ, body); err != nil {
+				return nil, err
+			}
 		}
-		if n < hdr {
-			return nil, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 box %q has a bogus length %d", typ, n)
-		}
-		if typ == "jp2c" {
-			end := min(pos+n, uint64(len(b))) // a short box fails in OpenJPEG as truncated
-			return b[pos+hdr : end], nil
-		}
-		if n > uint64(len(b))-pos {
-			return nil, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in box %q", typ)
-		}
-		pos += n
+		pos = next
 	}
+}
+
+// jp2Box reads the box at pos of a JP2 file: its type, its contents and
+// where the next box starts. A length of 0 runs to the end; a "jp2c" box
+// that runs past the end is cut short there (OpenJPEG reports it as
+// truncated); any other box must fit.
+func jp2Box(b []byte, pos uint64) (typ string, body []byte, next uint64, err *Error) {
+	if pos+8 > uint64(len(b)) {
+		return "", nil, 0, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends before the codestream box")
+	}
+	n := uint64(binary.BigEndian.Uint32(b[pos:]))
+	typ = string(b[pos+4 : pos+8])
+	hdr := uint64(8)
+	switch n {
+	case 0: // to the end
+		n = uint64(len(b)) - pos
+	case 1:
+		if pos+16 > uint64(len(b)) {
+			return "", nil, 0, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in a box header")
+		}
+		n, hdr = binary.BigEndian.Uint64(b[pos+8:]), 16
+	}
+	if n < hdr {
+		return "", nil, 0, formatErr(Corrupt, "JPEG 2000", "JPEG 2000 box %q has a bogus length %d", typ, n)
+	}
+	if n > uint64(len(b))-pos {
+		if typ != "jp2c" {
+			return "", nil, 0, formatErr(Truncated, "JPEG 2000", "JPEG 2000 data ends in box %q", typ)
+		}
+		n = uint64(len(b)) - pos
+	}
+	return typ, b[pos+hdr : pos+n], pos + n, nil
+}
+
+// jp2Header reads the boxes of a JP2 header box. One that does not parse
+// is left to OpenJPEG, which refuses the file for it.
+func jp2Header(b []byte) *Error {
+	for pos := uint64(0); pos+8 <= uint64(len(b)); {
+		if n := binary.BigEndian.Uint32(b[pos:]); n == 0 {
+			return nil // OpenJPEG: "Cannot handle box of undefined sizes"
+		}
+		typ, body, next, err := jp2Box(b, pos)
+		if err != nil {
+			return nil
+		}
+		if err := jp2Colour(typ, body); err != nil {
+			return err
+		}
+		pos = next
+	}
+	return nil
+}
+
+// jp2Colour refuses the header boxes whose effect OpenJPEG applies after
+// the decode. A palette (pclr, with cmap) makes one image-sized plane per
+// palette column, up to 255 of them from a 1.7 kB file (a 3072x3072 grey
+// codestream became 9.6 GB), and Sluice refuses the paletted result
+// anyway; a channel definition (cdef) of more entries than the 4
+// components Sluice decodes costs OpenJPEG a walk of the later entries
+// per entry (65,535 entries, 2 billion steps).
+func jp2Colour(typ string, body []byte) *Error {
+	switch typ {
+	case "pclr":
+		cols := 0
+		if len(body) >= 3 {
+			cols = int(body[2])
+		}
+		return formatErr(Unsupported, "JPEG 2000", "JPEG 2000 with a palette (%d columns) is not supported", cols)
+	case "cdef":
+		if len(body) >= 2 {
+			if n := int(binary.BigEndian.Uint16(body)); n > jp2MaxComps {
+				return formatErr(Unsupported, "JPEG 2000", "JPEG 2000 channel definitions list %d channels, over the %d supported",
+					n, jp2MaxComps)
+			}
+		}
+	}
+	return nil
 }
 
 // parseSIZ reads the SIZ segment at the start of codestream cs.

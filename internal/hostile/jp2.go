@@ -129,6 +129,64 @@ func precincts(x0, y0, x1, y1, level, exp int) int {
 	return pw * ph
 }
 
+// JP2Spec describes a JP2 file made by JP2: a codestream (J2K's) inside
+// the boxes of the JP2 format, with an optional palette.
+type JP2Spec struct {
+	Codestream J2KSpec
+	// PaletteColumns, when set, adds a one-entry palette (pclr) of that
+	// many 8-bit columns (1 to 255) and a component mapping (cmap) that
+	// maps component 0 through every column: a decoder that applies it
+	// makes that many image-sized planes from one.
+	PaletteColumns int
+	// ChannelDefs, when set, adds a channel definition box (cdef) of that
+	// many entries, each naming component 0 a colour channel.
+	ChannelDefs int
+}
+
+// JP2 builds the file: signature, file type, header (ihdr, colr sRGB,
+// pclr, cmap and cdef when asked), then the codestream box.
+func JP2(s JP2Spec) []byte {
+	be := binary.BigEndian
+	box := func(b []byte, typ string, body []byte) []byte {
+		b = be.AppendUint32(b, uint32(8+len(body)))
+		return append(append(b, typ...), body...)
+	}
+	cs := J2K(s.Codestream)
+	comps := max(s.Codestream.Comps, 1)
+	b := box(nil, "jP  ", []byte{0x0d, 0x0a, 0x87, 0x0a})
+	b = box(b, "ftyp", []byte("jp2 \x00\x00\x00\x00jp2 "))
+	ihdr := be.AppendUint32(nil, uint32(s.Codestream.Height))
+	ihdr = be.AppendUint32(ihdr, uint32(s.Codestream.Width))
+	ihdr = be.AppendUint16(ihdr, uint16(comps))
+	ihdr = append(ihdr, 7, 7, 0, 0) // 8-bit unsigned, JPEG 2000 coded, colour space known, no IPR
+	hdr := box(nil, "ihdr", ihdr)
+	hdr = box(hdr, "colr", []byte{1, 0, 0, 0, 0, 0, 16}) // enumerated: sRGB
+	if n := s.PaletteColumns; n > 0 {
+		pclr := []byte{0, 1, byte(n)} // one entry, n columns
+		for range n {
+			pclr = append(pclr, 7) // 8-bit unsigned
+		}
+		for i := range n {
+			pclr = append(pclr, byte(i))
+		}
+		hdr = box(hdr, "pclr", pclr)
+		var cmap []byte
+		for i := range n {
+			cmap = append(cmap, 0, 0, 1, byte(i)) // component 0, palette column i
+		}
+		hdr = box(hdr, "cmap", cmap)
+	}
+	if n := s.ChannelDefs; n > 0 {
+		cdef := be.AppendUint16(nil, uint16(n))
+		for range n {
+			cdef = append(cdef, 0, 0, 0, 0, 0, 1) // channel 0, colour, of colour 1
+		}
+		hdr = box(hdr, "cdef", cdef)
+	}
+	b = box(b, "jp2h", hdr)
+	return box(b, "jp2c", cs)
+}
+
 // jp2Tiny8192 is a 102-byte codestream of 8192x8192 grey samples in 4x4
 // code-blocks with empty packets: OpenJPEG would allocate about 2 GB.
 func jp2Tiny8192() []byte {
@@ -151,6 +209,15 @@ func init() {
 		// Each is refused alone; the request's own budget may refuse first.
 		Refused:    []string{"too large", "JPEG 2000"},
 		PerRequest: 16,
+	})
+	Register(Case{
+		Name:   "jp2-palette-255",
+		Format: "JPEG 2000",
+		Row:    "JP2 file of 3072x3072 grey through a 255-column palette: OpenJPEG would make 255 planes (9.6 GB)",
+		Make: func() []byte {
+			return JP2(JP2Spec{Codestream: J2KSpec{Width: 3072, Height: 3072, Levels: 5}, PaletteColumns: 255})
+		},
+		Refused: []string{"unsupported", "JPEG 2000", "palette"},
 	})
 	Register(Case{
 		Name:   "jp2-4096-layers999",
