@@ -16,7 +16,9 @@
 // but as nested loops over the taps of one output pixel rather than over
 // an intermediate image, and in float rather than 22-bit fixed point. The
 // bytes therefore match the CPU's except where a sum falls within float
-// rounding of a half: a difference of one level on rare pixels.
+// rounding of a half: a difference of one level on rare pixels. OpenCV's
+// INTER_LINEAR (interp 4) follows ops/resample_cv.go in its own integer
+// arithmetic, so its bytes equal the CPU's.
 //
 // Built to PTX by `make ptx` (scripts/ptx.sh); the Go side embeds it.
 
@@ -42,7 +44,7 @@ struct sluice_sample {
 
 // The same for the whole batch; passed by value. Mirrored by kernels.Params.
 struct sluice_params {
-    int interp;       // 0 nearest, 1 linear, 2 cubic, 3 area
+    int interp;       // 0 nearest, 1 linear, 2 cubic, 3 area (Pillow's), 4 OpenCV's INTER_LINEAR
     int antialias;    // 1: widen linear and cubic when shrinking; area always widens
     int out_c;        // output channels 1..4
     int layout;       // 0 CHW, 1 HWC
@@ -69,7 +71,7 @@ static_assert(offsetof(sluice_params, fill) == 36, "sluice_params.fill offset");
 static_assert(offsetof(sluice_params, mul) == 52, "sluice_params.mul offset");
 static_assert(offsetof(sluice_params, add) == 68, "sluice_params.add offset");
 
-enum { INTERP_NEAREST = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2, INTERP_AREA = 3 };
+enum { INTERP_NEAREST = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2, INTERP_AREA = 3, INTERP_OPENCV_LINEAR = 4 };
 enum { KIND_FLAT = 0, KIND_TRIANGLE = 1, KIND_CUBIC = 2 };
 
 // The taps of one output coordinate along one axis, in window coordinates:
@@ -174,6 +176,137 @@ __device__ __forceinline__ float to_byte(float x) { return fminf(fmaxf(floorf(x 
 // What each output channel reads from a source pixel.
 enum { SEL_ALPHA = -1, SEL_LUMA = -2 };
 
+// The upright image of a sample: upright (u, w) is stored byte
+// u*su + w*sv + o0 (orientations as codec.Orient applies them), of
+// channels sc; sel holds each output channel's source (SEL_*).
+struct upright {
+    const unsigned char* src;
+    long long o0, su, sv;
+    int uh, uw, sc;
+    int sel[4];
+};
+
+// fetch reads what each output channel takes from upright pixel (u, w),
+// or the fill outside the image (the window was cut from an image padded
+// with fill).
+__device__ __forceinline__ void fetch(const upright& im, const float fill[4], int u, int w, float px[4]) {
+    if (u < 0 || u >= im.uh || w < 0 || w >= im.uw) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            px[k] = fill[k];
+        }
+        return;
+    }
+    const int sc = im.sc;
+    const unsigned char* q = im.src + (im.o0 + (long long)u * im.su + (long long)w * im.sv);
+    const unsigned int b0 = __ldg(q);
+    const unsigned int b1 = sc > 1 ? __ldg(q + 1) : b0;
+    const unsigned int b2 = sc > 2 ? __ldg(q + 2) : b0;
+    const unsigned int b3 = sc > 3 ? __ldg(q + 3) : 255u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int c = im.sel[k];
+        unsigned int val;
+        if (c == SEL_LUMA) {
+            // libjpeg's and codec's fixed-point ITU-R 601 luma, rounded
+            // as the CPU's grey decode.
+            val = (b0 * 19595u + b1 * 38470u + b2 * 7471u + 0x8000u) >> 16;
+        } else if (c == SEL_ALPHA) {
+            val = 255u;
+        } else {
+            // Selects, not an indexed array, keep it in registers.
+            val = c == 0 ? b0 : c == 1 ? b1 : c == 2 ? b2 : b3;
+        }
+        px[k] = (float)val;
+    }
+}
+
+// cv_coord is OpenCV's map (ops/resample_cv.go, cvAxis.build) of output i
+// of an axis resizing in to out: source s and the fraction f, in the same
+// double-then-float arithmetic, each step rounded on its own (no fused
+// multiply-add).
+__device__ __forceinline__ void cv_coord(int i, int in, int out, int* s, float* f) {
+    const double scale = __ddiv_rn(1.0, __ddiv_rn((double)out, (double)in));
+    const float x = __double2float_rn(__dsub_rn(__dmul_rn((double)i + 0.5, scale), 0.5));
+    const float fl = floorf(x);
+    *s = (int)fl;
+    *f = __fsub_rn(x, fl);
+}
+
+// cv_weight is round-half-even of w*2048 in float (INTER_RESIZE_COEF_BITS).
+__device__ __forceinline__ int cv_weight(float w) { return (int)rintf(__fmul_rn(w, 2048.0f)); }
+
+// cv_area_fast: both scales are 2 (within DBL_EPSILON): OpenCV then takes
+// INTER_AREA's 2x2 average instead.
+__device__ __forceinline__ bool cv_area_fast(int in, int out) {
+    const double s = __ddiv_rn(1.0, __ddiv_rn((double)out, (double)in));
+    return rint(s) == 2.0 && fabs(s - 2.0) < 0x1p-52;
+}
+
+// cv_linear is output (ry, rx) of OpenCV's cv2.resize(INTER_LINEAR) of
+// the window (its top left at upright (wy, wx), wh x ww) to rh x rw, as
+// ops/resample_cv.go computes it: a copy at the same size, the 2x2
+// average at exactly half, else a horizontal pass into 11-bit fixed point
+// (its source column clipped, the last column copied past the edge) of
+// the two rows the vertical map names (clipped to the window), weighed
+// with the vertical weights as VResizeLinear<uchar> does.
+__device__ void cv_linear(const upright& im, const float fill[4], int wy, int wx, int wh, int ww, int rh, int rw,
+                          int ry, int rx, float v[4]) {
+    if (wh == rh && ww == rw) {
+        fetch(im, fill, wy + ry, wx + rx, v);
+        return;
+    }
+    if (cv_area_fast(wh, rh) && cv_area_fast(ww, rw)) {
+        float a[4], b[4], c[4], d[4];
+        fetch(im, fill, wy + 2 * ry, wx + 2 * rx, a);
+        fetch(im, fill, wy + 2 * ry, wx + 2 * rx + 1, b);
+        fetch(im, fill, wy + 2 * ry + 1, wx + 2 * rx, c);
+        fetch(im, fill, wy + 2 * ry + 1, wx + 2 * rx + 1, d);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            v[k] = (float)(((int)a[k] + (int)b[k] + (int)c[k] + (int)d[k] + 2) >> 2);
+        }
+        return;
+    }
+    int sx, sy;
+    float fx, fy;
+    cv_coord(rx, ww, rw, &sx, &fx);
+    cv_coord(ry, wh, rh, &sy, &fy);
+    if (sx < 0) {
+        sx = 0, fx = 0.0f;
+    }
+    const bool edge = sx + 1 >= ww;  // the last column, times 2048
+    if (edge) {
+        sx = ww - 1, fx = 0.0f;
+    }
+    const int wx0 = cv_weight(__fsub_rn(1.0f, fx)), wx1 = cv_weight(fx);
+    const int wy0 = cv_weight(__fsub_rn(1.0f, fy)), wy1 = cv_weight(fy);
+    int h[2][4];
+    const int rows[2] = {min(max(sy, 0), wh - 1), min(max(sy + 1, 0), wh - 1)};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float p0[4], p1[4];
+        fetch(im, fill, wy + rows[r], wx + sx, p0);
+        if (edge) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                h[r][k] = (int)p0[k] * 2048;
+            }
+        } else {
+            fetch(im, fill, wy + rows[r], wx + sx + 1, p1);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                h[r][k] = (int)p0[k] * wx0 + (int)p1[k] * wx1;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int t = ((wy0 * (h[0][k] >> 4)) >> 16) + ((wy1 * (h[1][k] >> 4)) >> 16);
+        v[k] = (float)min(max((t + 2) >> 2, 0), 255);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_sample* __restrict__ samples,
                                                               sluice_params p) {
     const sluice_sample s = samples[blockIdx.z];
@@ -194,104 +327,80 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
         }
     } else {
         // Channel selectors, resolved once per thread.
-        int sel[4];
+        upright im;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             int c = p.src_chan[k];
             if (c == SEL_LUMA) {
-                sel[k] = sc >= 3 ? SEL_LUMA : 0;
+                im.sel[k] = sc >= 3 ? SEL_LUMA : 0;
             } else if (c < 0) {
-                sel[k] = 0;
+                im.sel[k] = 0;
             } else if (sc == 1 && c < 3) {
-                sel[k] = 0;  // grey serves red, green and blue
+                im.sel[k] = 0;  // grey serves red, green and blue
             } else {
-                sel[k] = c < sc ? c : SEL_ALPHA;
+                im.sel[k] = c < sc ? c : SEL_ALPHA;
             }
         }
-        // Upright (u, v) is stored byte u*su + v*sv + o0 (orientations as
-        // codec.Orient applies them); the upright size swaps for 5..8.
+        // The upright size swaps for orientations 5..8.
         const long long pitch = s.src_pitch, cc = sc;
         const long long H1 = s.src_h - 1, W1 = s.src_w - 1;
-        long long o0 = 0, su = pitch, sv = cc;
+        im.o0 = 0, im.su = pitch, im.sv = cc;
         switch (s.orient) {
-            case 2: o0 = W1 * cc; su = pitch; sv = -cc; break;
-            case 3: o0 = H1 * pitch + W1 * cc; su = -pitch; sv = -cc; break;
-            case 4: o0 = H1 * pitch; su = -pitch; sv = cc; break;
-            case 5: o0 = 0; su = cc; sv = pitch; break;
-            case 6: o0 = H1 * pitch; su = cc; sv = -pitch; break;
-            case 7: o0 = H1 * pitch + W1 * cc; su = -cc; sv = -pitch; break;
-            case 8: o0 = W1 * cc; su = -cc; sv = pitch; break;
+            case 2: im.o0 = W1 * cc; im.su = pitch; im.sv = -cc; break;
+            case 3: im.o0 = H1 * pitch + W1 * cc; im.su = -pitch; im.sv = -cc; break;
+            case 4: im.o0 = H1 * pitch; im.su = -pitch; im.sv = cc; break;
+            case 5: im.o0 = 0; im.su = cc; im.sv = pitch; break;
+            case 6: im.o0 = H1 * pitch; im.su = cc; im.sv = -pitch; break;
+            case 7: im.o0 = H1 * pitch + W1 * cc; im.su = -cc; im.sv = -pitch; break;
+            case 8: im.o0 = W1 * cc; im.su = -cc; im.sv = pitch; break;
             default: break;
         }
         const bool swap = s.orient >= 5 && s.orient <= 8;
-        const int uh = swap ? s.src_w : s.src_h, uw = swap ? s.src_h : s.src_w;
-        const unsigned char* src = (const unsigned char*)s.src;
+        im.uh = swap ? s.src_w : s.src_h;
+        im.uw = swap ? s.src_h : s.src_w;
+        im.sc = sc;
+        im.src = (const unsigned char*)s.src;
 
-        const bool aa = p.antialias != 0;
-        const axis_taps ay = axis_setup(ry, s.win_h, s.rs_h, p.interp, aa);
-        const axis_taps ax = axis_setup(rx, s.win_w, s.rs_w, p.interp, aa);
+        if (p.interp == INTERP_OPENCV_LINEAR) {
+            cv_linear(im, p.fill, s.win_y, s.win_x, s.win_h, s.win_w, s.rs_h, s.rs_w, ry, rx, v);
+        } else {
+            const bool aa = p.antialias != 0;
+            const axis_taps ay = axis_setup(ry, s.win_h, s.rs_h, p.interp, aa);
+            const axis_taps ax = axis_setup(rx, s.win_w, s.rs_w, p.interp, aa);
 
-        // Pillow's two passes: the one it runs first (vertical when the
-        // height shrinks by over twice as many pixels as the width, as
-        // ops.resample) is the inner loop, and its results are rounded to
-        // bytes before the outer pass weighs them, as the CPU's
-        // intermediate image does. A pass over an unchanged axis is a copy,
-        // where the rounding changes nothing.
-        const bool vfirst = s.win_h - s.rs_h > 2 * (s.win_w - s.rs_w) && s.rs_h < s.win_h;
-        const axis_taps ao = vfirst ? ax : ay;
-        const axis_taps ai = vfirst ? ay : ax;
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int to = 0; to < ao.n; to++) {
-            float racc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int ti = 0; ti < ai.n; ti++) {
-                const int u = s.win_y + ay.lo + (vfirst ? ti : to);  // upright row
-                const int w = s.win_x + ax.lo + (vfirst ? to : ti);  // upright column
-                float px[4];
-                if (u >= 0 && u < uh && w >= 0 && w < uw) {
-                    const unsigned char* q = src + (o0 + (long long)u * su + (long long)w * sv);
-                    const unsigned int b0 = __ldg(q);
-                    const unsigned int b1 = sc > 1 ? __ldg(q + 1) : b0;
-                    const unsigned int b2 = sc > 2 ? __ldg(q + 2) : b0;
-                    const unsigned int b3 = sc > 3 ? __ldg(q + 3) : 255u;
+            // Pillow's two passes: the one it runs first (vertical when the
+            // height shrinks by over twice as many pixels as the width, as
+            // ops.resample) is the inner loop, and its results are rounded
+            // to bytes before the outer pass weighs them, as the CPU's
+            // intermediate image does. A pass over an unchanged axis is a
+            // copy, where the rounding changes nothing.
+            const bool vfirst = s.win_h - s.rs_h > 2 * (s.win_w - s.rs_w) && s.rs_h < s.win_h;
+            const axis_taps ao = vfirst ? ax : ay;
+            const axis_taps ai = vfirst ? ay : ax;
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int to = 0; to < ao.n; to++) {
+                float racc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                for (int ti = 0; ti < ai.n; ti++) {
+                    const int u = s.win_y + ay.lo + (vfirst ? ti : to);  // upright row
+                    const int w = s.win_x + ax.lo + (vfirst ? to : ti);  // upright column
+                    float px[4];
+                    fetch(im, p.fill, u, w, px);
+                    const float wi = tap_weight(ai, ti);
 #pragma unroll
                     for (int k = 0; k < 4; k++) {
-                        const int c = sel[k];
-                        unsigned int val;
-                        if (c == SEL_LUMA) {
-                            // libjpeg's and codec's fixed-point ITU-R 601
-                            // luma, rounded as the CPU's grey decode.
-                            val = (b0 * 19595u + b1 * 38470u + b2 * 7471u + 0x8000u) >> 16;
-                        } else if (c == SEL_ALPHA) {
-                            val = 255u;
-                        } else {
-                            // Selects, not an indexed array, keep it in registers.
-                            val = c == 0 ? b0 : c == 1 ? b1 : c == 2 ? b2 : b3;
-                        }
-                        px[k] = (float)val;
-                    }
-                } else {
-                    // Outside the source: the window was cut from an image
-                    // padded with fill.
-#pragma unroll
-                    for (int k = 0; k < 4; k++) {
-                        px[k] = p.fill[k];
+                        racc[k] = fmaf(wi, px[k], racc[k]);
                     }
                 }
-                const float wi = tap_weight(ai, ti);
+                const float wo = tap_weight(ao, to);
 #pragma unroll
                 for (int k = 0; k < 4; k++) {
-                    racc[k] = fmaf(wi, px[k], racc[k]);
+                    acc[k] = fmaf(wo, to_byte(racc[k] * ai.inv), acc[k]);
                 }
             }
-            const float wo = tap_weight(ao, to);
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                acc[k] = fmaf(wo, to_byte(racc[k] * ai.inv), acc[k]);
+                v[k] = to_byte(acc[k] * ao.inv);
             }
-        }
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            v[k] = to_byte(acc[k] * ao.inv);
         }
     }
 

@@ -257,6 +257,9 @@ type fusedCase struct {
 	// sample fills in the geometry for the upright size uh×uw.
 	sample func(uh, uw int) kernels.Sample
 	p      kernels.Params
+	// same: the kernel's bytes must equal the CPU's (integer arithmetic
+	// on both), not only be within rounding of them.
+	same bool
 }
 
 var (
@@ -368,7 +371,61 @@ node { op: "normalize" arg { name: "dtype" str: "UINT8" } arg { name: "layout" s
 			}
 		}
 	}
-	return cs
+	return append(cs, openCVCases()...)
+}
+
+// openCVCases: interp opencv_linear, whose integer arithmetic the kernel
+// must reproduce bit for bit: shrinking, enlarging, OpenCV's 2x2 path at
+// exactly half, one axis unchanged, a single row and column (every read
+// past the edge), a window reaching outside the image, an orientation,
+// grey, and letterbox as ultralytics uses it.
+func openCVCases() []fusedCase {
+	hwc := kernels.Params{Interp: kernels.InterpOpenCVLinear, OutC: 3, Layout: kernels.LayoutHWC,
+		DType: kernels.DTypeUint8, SrcChan: rgb, Mul: ones}
+	resize := func(oh, ow int) string {
+		return fmt.Sprintf(`
+node { op: "resize" arg { name: "size" ints { v: [%d, %d] } } arg { name: "interp" str: "opencv_linear" } }
+node { op: "normalize" arg { name: "dtype" str: "UINT8" } arg { name: "layout" str: "HWC" } }`, oh, ow)
+	}
+	var cs []fusedCase
+	for _, sz := range []struct{ h, w, oh, ow int }{
+		{97, 131, 40, 50}, {31, 23, 70, 52}, {131, 97, 30, 90}, {96, 128, 48, 64}, {97, 131, 97, 60},
+		{1, 9, 4, 3}, {9, 1, 5, 7}, {5, 7, 11, 3}, {640, 480, 333, 250},
+	} {
+		cs = append(cs, fusedCase{
+			name: fmt.Sprintf("opencv_linear/%dx%d-%dx%d", sz.h, sz.w, sz.oh, sz.ow), h: sz.h, w: sz.w, orient: 1,
+			nodes: resize(sz.oh, sz.ow), sample: exact(sz.oh, sz.ow), p: hwc, same: true,
+		})
+	}
+	gray := hwc
+	gray.OutC, gray.SrcChan = 1, [4]int32{kernels.ChanLuma}
+	fill := hwc
+	fill.Fill = [4]float32{7, 7, 7, 7}
+	lb := hwc
+	lb.Fill = [4]float32{114, 114, 114, 114}
+	return append(cs,
+		fusedCase{name: "opencv_linear/orient6", h: 97, w: 131, orient: 6, nodes: resize(50, 40), sample: exact(50, 40), p: hwc, same: true},
+		fusedCase{name: "opencv_linear/gray", h: 97, w: 131, orient: 1, gray: true, nodes: resize(50, 40), sample: exact(50, 40), p: gray, same: true},
+		fusedCase{
+			name: "opencv_linear/crop-then-resize", h: 97, w: 131, orient: 1, p: fill, same: true,
+			nodes: `
+node { op: "crop" arg { name: "roi" ints { v: [-10, 20, 80, 130] } } arg { name: "fill" floats { v: [7] } } }` + resize(33, 47),
+			sample: func(uh, uw int) kernels.Sample {
+				return kernels.Sample{WinY: -10, WinX: 20, WinH: 80, WinW: 130, RsH: 33, RsW: 47, OutH: 33, OutW: 47}
+			},
+		},
+		fusedCase{
+			name: "opencv_linear/letterbox", h: 97, w: 131, orient: 1, p: lb, same: true,
+			nodes: `
+node { op: "letterbox" arg { name: "size" ints { v: [64, 64] } } arg { name: "interp" str: "opencv_linear" } }
+node { op: "normalize" input: "letterbox:image" arg { name: "dtype" str: "UINT8" } arg { name: "layout" str: "HWC" } }`,
+			sample: func(uh, uw int) kernels.Sample {
+				nh, nw, top, left := letterbox(uh, uw, 64, 64)
+				return kernels.Sample{WinH: int32(uh), WinW: int32(uw), RsH: int32(nh), RsW: int32(nw),
+					OffY: int32(top), OffX: int32(left), OutH: 64, OutW: 64}
+			},
+		},
+	)
 }
 
 func b2i(b bool) int32 {
@@ -398,6 +455,12 @@ func TestFusedMatchesCPU(t *testing.T) {
 			got := run(t, [][]byte{stored}, []kernels.Sample{s}, c.p)[0]
 			if len(got) != len(want) {
 				t.Fatalf("kernel wrote %d bytes, the CPU %d", len(got), len(want))
+			}
+			if c.same {
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("byte %d of %d: kernel %d, CPU %d (%d bytes differ)", i, len(got), got[i], want[i], countDiff(got, want))
+				}
+				return
 			}
 			compare(t, values(got, &c.p, int(s.OutH*s.OutW)*int(c.p.OutC)), values(want, &c.p, int(s.OutH*s.OutW)*int(c.p.OutC)))
 		})
@@ -483,6 +546,27 @@ func TestCubinMatchesPTX(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstDiff is the index of the first byte where a and b (of one length)
+// differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func countDiff(a, b []byte) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // compare asserts the kernel's values are within rounding of the CPU's:

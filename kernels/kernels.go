@@ -52,7 +52,7 @@ type Sample struct {
 // Params is the kernel's struct sluice_params, the same for the whole batch
 // and passed by value: its layout must equal the C struct's (84 bytes).
 type Params struct {
-	Interp    int32      // InterpNearest...InterpArea
+	Interp    int32      // InterpNearest...InterpArea (Pillow's filters), InterpOpenCVLinear
 	Antialias int32      // 1: widen linear and cubic when shrinking (area always does)
 	OutC      int32      // output channels 1..4
 	Layout    int32      // LayoutCHW or LayoutHWC
@@ -86,6 +86,9 @@ const (
 	InterpLinear  = 1
 	InterpCubic   = 2
 	InterpArea    = 3
+	// InterpOpenCVLinear is OpenCV's fixed-point INTER_LINEAR (ops'
+	// interp "opencv_linear"), bit for bit.
+	InterpOpenCVLinear = 4
 
 	LayoutCHW = 0
 	LayoutHWC = 1
@@ -164,7 +167,7 @@ func (s *Sample) Check() error {
 // Check reports parameters outside the kernel's ranges.
 func (p *Params) Check() error {
 	switch {
-	case p.Interp < InterpNearest || p.Interp > InterpArea:
+	case p.Interp < InterpNearest || p.Interp > InterpOpenCVLinear:
 		return fmt.Errorf("kernels: interp %d", p.Interp)
 	case p.OutC < 1 || p.OutC > 4:
 		return fmt.Errorf("kernels: %d output channels", p.OutC)

@@ -40,7 +40,7 @@ type Filter struct {
 }
 
 // InterpOpenCVLinear is Filter.Interp for interp "opencv_linear", OpenCV's
-// fixed-point bilinear, which the fused kernel does not implement.
+// fixed-point bilinear (kernels.InterpOpenCVLinear).
 const InterpOpenCVLinear = int(interpOpenCVLinear)
 
 // NewGeom starts a chain on an upright decoded image of h×w.

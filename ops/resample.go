@@ -70,7 +70,8 @@ var interpArgs = []ArgSpec{
 			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied. " +
 			"opencv_linear is OpenCV's cv2.resize(interpolation=INTER_LINEAR) bit for bit (its 11-bit " +
 			"fixed point, and its 2×2 average for an exact halving), for detectors trained on cv2 " +
-			"preprocessing; it never antialiases, and runs on the CPU executor only",
+			"preprocessing; it never antialiases. The GPU executor's kernel does the same integer " +
+			"arithmetic: its bytes equal the CPU's for the same decoded pixels",
 		Default: StrVal("linear"),
 		Enum:    interpNames,
 	},

@@ -86,12 +86,6 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		}
 		if r, ok := nd.Op.(ops.GPUResampler); ok {
 			filter = r.GPUFilter()
-			// The kernel has Pillow's filters only: OpenCV's fixed-point
-			// bilinear would need its own arithmetic there, unverified
-			// without a GPU, so the pipeline stays on KIND_CPU.
-			if filter.Interp == ops.InterpOpenCVLinear {
-				return nil, notGPU(`node %s: interp "opencv_linear" (OpenCV's INTER_LINEAR) runs on the CPU executor only`, nd.Name)
-			}
 		}
 		switch op := nd.Op.(type) {
 		case ops.GPUStage:

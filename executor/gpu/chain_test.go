@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -36,12 +37,6 @@ func TestChainRefuses(t *testing.T) {
 		  node { op: "decode" } node { op: "pad" arg { name: "size" ints { v: [64, 64] } } arg { name: "fill" floats { v: [1] } } }
 		  node { op: "crop" arg { name: "size" ints { v: [80, 80] } } arg { name: "fill" floats { v: [2] } } }
 		  output { name: "O" }`, "crop fills with [2 2 2] after another operator filled with [1 1 1]"},
-		{`version: 1 input { name: "I" }
-		  node { op: "decode" } node { name: "rs" op: "resize" arg { name: "size" ints { v: [10, 10] } } arg { name: "interp" str: "opencv_linear" } }
-		  output { name: "O" }`, `node rs: interp "opencv_linear"`},
-		{`version: 1 input { name: "I" }
-		  node { op: "decode" } node { name: "lb" op: "letterbox" arg { name: "size" ints { v: [64] } } arg { name: "interp" str: "opencv_linear" } }
-		  output { name: "O" }`, `node lb: interp "opencv_linear"`},
 		{`version: 1 input { name: "FRAME" layout: "HWC" color: "RGB" }
 		  node { op: "resize" arg { name: "size" ints { v: [10, 10] } } }
 		  output { name: "O" }`, `input FRAME has layout "HWC": decoded-image inputs run on KIND_CPU instances only (for now)`},
@@ -106,6 +101,21 @@ func TestChainParams(t *testing.T) {
 	}
 	if lb.image != 0 || len(lb.side) != 2 || lb.sideN != 12 || lb.side[1].at != 4 {
 		t.Errorf("letterbox side outputs %+v (%d bytes)", lb.side, lb.sideN)
+	}
+
+	// OpenCV's INTER_LINEAR, as a resize and as letterbox's: the kernel's
+	// own integer arithmetic, never antialiased.
+	for _, node := range []string{
+		`node { op: "resize" arg { name: "size" ints { v: [10, 10] } } arg { name: "interp" str: "opencv_linear" } }`,
+		`node { op: "letterbox" arg { name: "size" ints { v: [64] } } arg { name: "interp" str: "opencv_linear" } }`,
+	} {
+		cv, err := newChain(compile(t, `version: 1 input { name: "I" } node { op: "decode" } `+node+` output { name: "O" }`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cv.params.Interp != kernels.InterpOpenCVLinear || cv.params.Antialias != 0 {
+			t.Errorf("%s: interp %d, antialias %d", node, cv.params.Interp, cv.params.Antialias)
+		}
 	}
 }
 
