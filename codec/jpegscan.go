@@ -76,6 +76,8 @@ type jpegLayout struct {
 	// refined to their last bit, which libjpeg decodes with block
 	// smoothing.
 	pending bool
+	// unit: every component has sampling factors 1x1.
+	unit bool
 }
 
 // process names the coding process of a SOF marker for messages.
@@ -292,6 +294,7 @@ func (s *jpegScan) readSOF(m byte, seg []byte, comps *[maxFrameComps]frameComp) 
 		c.id, c.h, c.v = seg[6+3*i], max(int(seg[7+3*i]>>4), 1), max(int(seg[7+3*i]&0x0F), 1)
 		hmax, vmax = max(hmax, c.h), max(vmax, c.v)
 	}
+	s.layout.unit = hmax == 1 && vmax == 1
 	// A component has h×v blocks in each MCU of 8hmax × 8vmax pixels.
 	mcus := ((s.width + 8*hmax - 1) / (8 * hmax)) * ((s.height + 8*vmax - 1) / (8 * vmax))
 	for i := 0; i < nc && i < maxFrameComps; i++ {

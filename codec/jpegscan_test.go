@@ -559,3 +559,43 @@ func TestJPEGRefinePendingNotForNVJPEG(t *testing.T) {
 		}
 	}
 }
+
+// TestJPEGUnitSampling: a greyscale JPEG sampled 1x1 and 4:4:4 colour have
+// unit sampling; the same grey image saying 2x2, and 4:2:0 colour, do not.
+func TestJPEGUnitSampling(t *testing.T) {
+	grey := image.NewGray(image.Rect(0, 0, 40, 24))
+	for i := range grey.Pix {
+		grey.Pix[i] = byte(i * 7)
+	}
+	g11 := encodeJPEG(t, grey, 90)
+	g22 := bytes.Clone(g11)
+	i := bytes.Index(g22, []byte{0xFF, 0xC0})
+	if i < 0 || g22[i+11] != 0x11 {
+		t.Fatal("no one-component SOF0 sampled 1x1")
+	}
+	g22[i+11] = 0x22
+	c444, err := testimg.LibJPEG(noisyRGB(32, 32), 32, 32, testimg.LibJPEGOptions{Quality: 90, Luma: [2]int{1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder()
+	defer d.Close()
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		want bool
+	}{{"grey 1x1", g11, true}, {"grey 2x2", g22, false}, {"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), false}} {
+		h, err := d.Header(tc.src, Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := h.UnitSampling(); got != tc.want {
+			t.Errorf("%s: UnitSampling %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// libjpeg decodes both grey files alike: the factors change nothing.
+	a, b := mustDecode(t, g11, Options{Color: Gray}), mustDecode(t, g22, Options{Color: Gray})
+	if !bytes.Equal(a.Pix, b.Pix) {
+		t.Error("the 2x2 grey JPEG decodes differently from the 1x1 one")
+	}
+}

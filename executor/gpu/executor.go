@@ -1,10 +1,10 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
-// JPEG goes where route.go decides: colour baseline JPEGs to the GPU's
-// hardware JPEG engines (all of them unless HWShare moves a share of the
-// batch's pixels to the CPU workers); greyscale and progressive JPEGs, and
-// those moved, to nvJPEG's decoupled decoder on the CPU workers (Huffman
-// decoding on the worker's thread, over a megapixel on the GPU, the rest
-// on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
+// JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
+// JPEG engines (all of them unless HWShare moves a share of the batch's
+// pixels to the CPU workers); greyscale ones sampled other than 1x1,
+// progressive JPEGs and those moved to nvJPEG's decoupled decoder on the
+// CPU workers (Huffman decoding on the worker's thread, over a megapixel
+// on the GPU, the rest on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
 // whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
 // CPU workers, uploaded. All paths run at once; then one fused kernel
 // launch does every operator after decode for the whole batch, writing

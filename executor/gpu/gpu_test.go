@@ -70,11 +70,13 @@ func corpusFiles(t *testing.T) []string {
 // no JFIF marker, and an Adobe marker with transform 0 or else component
 // ids 'R', 'G', 'B'); and chroma subsamplings other than 4:4:4, 4:2:2,
 // 4:2:0 and 4:4:0. The rest go to nvJPEG: progressive ones to its
-// decoupled decoder (Huffman on a CPU thread), the others to its batched
-// ones, greyscale ones to the hybrid decoder only.
+// decoupled decoder (Huffman on a CPU thread), the others to the engines
+// or the decoupled decoder, but greyscale ones whose component is sampled
+// other than 1x1, which never go to the engines.
 type route struct {
 	cpu         string // why the CPU; "" for nvJPEG
 	gray        bool
+	grayOdd     bool // greyscale, sampling factors other than 1x1
 	progressive bool
 	// either: factors other than the usual ones (luma 2x2 with chroma
 	// 1x2 is 4:2:2 by its ratios) that nvJPEG may or may not report as
@@ -117,7 +119,7 @@ func routeOf(b []byte) route {
 			}
 			switch seg[5] {
 			case 1:
-				return route{gray: true, progressive: prog}
+				return route{gray: true, grayOdd: seg[7] != 0x11, progressive: prog}
 			case 3:
 			default:
 				return route{cpu: fmt.Sprintf("%d components", seg[5])}
@@ -453,8 +455,8 @@ func hardwareDecoder(t *testing.T) bool {
 // pathCounts are the images a run should have decoded on each path, by
 // their routes.
 type pathCounts struct {
-	nvjpeg, gray, cpu, huffman, either int
-	cpuFiles                           []string // "name (why)"
+	nvjpeg, grayOdd, cpu, huffman, either int
+	cpuFiles                              []string // "name (why)"
 }
 
 func (p *pathCounts) add(file string, r route) {
@@ -465,8 +467,8 @@ func (p *pathCounts) add(file string, r route) {
 		p.cpu++
 	case r.progressive:
 		p.huffman++
-	case r.gray:
-		p.gray++
+	case r.grayOdd:
+		p.grayOdd++
 		p.nvjpeg++
 	default:
 		p.nvjpeg++
@@ -479,9 +481,9 @@ func (p *pathCounts) add(file string, r route) {
 // check compares the executor's decode counts with the routes (route.go):
 // the CPU decoded exactly the images that need it (no fallback of
 // others); the hardware engines took some when they are on, none when
-// off, and no greyscale; with nvJPEG's decoupled decoder, it took every
-// progressive and greyscale JPEG and the colour ones the engines did not,
-// and the batched hybrid decoder nothing.
+// off, and no greyscale JPEG sampled other than 1x1; with nvJPEG's
+// decoupled decoder, it took every progressive JPEG and the baseline ones
+// the engines did not, and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
 	hw, hy, cpu := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N)
@@ -500,12 +502,13 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 		t.Errorf("the hardware decoder is on but decoded nothing (hybrid %d, decoupled %d, cpu %d)", hy, dec, cpu)
 	case !hwOn && hw != 0:
 		t.Errorf("the hardware decoder is off but decoded %d images", hw)
-	case hw > p.nvjpeg-p.gray+p.either:
-		t.Errorf("the hardware decoder took %d images; only %d colour baseline JPEGs may go there", hw, p.nvjpeg-p.gray)
+	case hw > p.nvjpeg-p.grayOdd+p.either:
+		t.Errorf("the hardware decoder took %d images; only %d baseline JPEGs may go there (not the %d greyscale ones sampled other than 1x1)",
+			hw, p.nvjpeg-p.grayOdd, p.grayOdd)
 	}
 	if !nvjpeg.Decoupled() {
-		if dec != 0 || hy < p.gray {
-			t.Errorf("without the decoupled decoder: decoupled %d (want 0), hybrid %d (at least the %d greyscale)", dec, hy, p.gray)
+		if dec != 0 || hy < p.grayOdd {
+			t.Errorf("without the decoupled decoder: decoupled %d (want 0), hybrid %d (at least the %d greyscale sampled other than 1x1)", dec, hy, p.grayOdd)
 		}
 		return
 	}
@@ -513,8 +516,8 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 		t.Errorf("the batched hybrid decoder took %d images; with the decoupled one it takes none", hy)
 	}
 	if lo, hi := p.huffman+p.nvjpeg-hw, p.huffman+p.nvjpeg-hw+p.either; dec < lo || dec > hi {
-		t.Errorf("the decoupled decoder took %d images; want %d to %d (every progressive and greyscale JPEG, and the %d colour ones the engines left)",
-			dec, lo, hi, p.nvjpeg-p.gray-hw)
+		t.Errorf("the decoupled decoder took %d images; want %d to %d (every progressive JPEG, and the %d baseline ones the engines left)",
+			dec, lo, hi, p.nvjpeg-hw)
 	}
 }
 

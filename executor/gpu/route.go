@@ -9,8 +9,8 @@ import (
 // time from its header, split per batch part between the engines and the
 // CPU workers, and the fallbacks after a decoder failed on it.
 //
-//	colour baseline JPEG     engines (the share) | decoupled on the CPU workers (the rest)
-//	greyscale baseline JPEG  decoupled (the engines get greyscale wrong)
+//	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest)
+//	  greyscale with sampling factors other than 1x1: decoupled (the engines decode it wrongly)
 //	progressive JPEG         decoupled
 //	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
 //	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
@@ -27,7 +27,7 @@ import (
 // (which the conversion kernel follows) covers; the CPU for the rest.
 // Every path writes interleaved RGB, but for a PNG's alpha when the
 // pipeline keeps it and for greyscale JPEGs, whose luma plane is the
-// image. smp.hw marks a colour baseline JPEG the engines may take; split
+// image. smp.hw marks a baseline JPEG the engines may take; split
 // decides per part.
 func (e *Executor) route(w *cpuWorker, smp *sample) {
 	smp.path, smp.c = PathCPU, 3
@@ -57,9 +57,12 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	switch info.Subsampling {
 	case nvjpeg.CSSGray:
 		smp.c = 1
+		// The engines decode a greyscale JPEG right only when its one
+		// component says 1x1 sampling (on an H200 with driver 580, one
+		// saying 2x2 came out 39 levels off on average; nvjpeg's
+		// TestGPUHardwareGrey): the others stay on the CPU workers.
+		smp.hw = smp.hdr.HuffmanSequential() && smp.hdr.UnitSampling() && e.hw != nil && w.hw.supported(smp.src)
 	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
-		// nvJPEG's hardware path gets greyscale wrong (seen on an H200
-		// with driver 580): only colour goes to the engines.
 		smp.hw = smp.hdr.HuffmanSequential() && e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
