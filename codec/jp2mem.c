@@ -88,7 +88,12 @@ static void sl_jcap_begin(int64_t limit) {
 
 // sl_jcap_take: may the call allocate n more bytes?
 static int sl_jcap_take(size_t n) {
-	if (!sl_jcap.on || sl_jcap.limit <= 0 || (uint64_t)n <= (uint64_t)(sl_jcap.limit - sl_jcap.held))
+	if (!sl_jcap.on || sl_jcap.limit <= 0)
+		return 1;
+	// Blocks count at their usable size, a little over what was asked:
+	// held may pass the limit by that much.
+	int64_t room = sl_jcap.limit - sl_jcap.held;
+	if (room > 0 && (uint64_t)n <= (uint64_t)room)
 		return 1;
 	sl_jcap.hit = 1;
 	return 0;
