@@ -115,7 +115,7 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 			return none, est, cerr
 		}
 	}
-	d.st.cap = C.int64_t(jp2Cap(est.memory))
+	d.st.cap = C.int64_t(allocCap(est.memory))
 	info := C.sl_jp2_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), d.st)
 	if info.rc != 0 {
 		return none, est, d.failure()
@@ -140,28 +140,11 @@ func (d *jp2Decoder) header(src []byte, lim Limits, cost bool) (C.sl_jp2_info, j
 	return info, est, nil
 }
 
-// jp2Cap is the most OpenJPEG may hold at once while it reads or decodes
-// an image whose memory was estimated at estimate bytes: the estimate
-// with a margin for its error (measured peaks stay within it: see
-// TestJP2PeakWithinEstimate). An estimate that is wrong by more fails the
-// image as too large instead of taking the server's memory; 0 (no
-// estimate) is no cap.
-func jp2Cap(estimate int64) int64 {
-	if estimate <= 0 {
-		return 0
-	}
-	return estimate + estimate/2 + jp2CapSlack
-}
-
-// jp2CapSlack: OpenJPEG's fixed allocations (codec, stream buffer,
-// Tier-1 buffers), which the estimate does not count.
-const jp2CapSlack = 4 << 20
-
 // failure is the error of a failed OpenJPEG call: its first message, or
 // the cap it ran into.
 func (d *jp2Decoder) failure() *Error {
 	if d.st.cap_hit != 0 {
-		return formatErr(TooLarge, "JPEG 2000", "JPEG 2000 decoder needed more than its cap of %d bytes (out of memory)", int64(d.st.cap))
+		return capError("JPEG 2000", int64(d.st.cap))
 	}
 	return jp2Error(C.GoString(&d.st.err[0]))
 }
@@ -192,7 +175,7 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 		return formatErr(Corrupt, "JPEG 2000", "JPEG 2000 header changed from %dx%d to %dx%d", h.Width, h.Height, w, hh)
 	}
 	jp2 := bytes.HasPrefix(src, []byte(jp2Magic))
-	d.st.cap = C.int64_t(jp2Cap(h.Memory))
+	d.st.cap = C.int64_t(allocCap(h.Memory))
 	rc := C.sl_jp2_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), cBool(jp2), &info, d.st)
 	defer C.sl_jp2_release(d.st)
 	msg := C.GoString(&d.st.err[0])

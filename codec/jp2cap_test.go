@@ -75,7 +75,7 @@ func jp2PeakFiles(t *testing.T) map[string][]byte {
 
 // TestJP2PeakWithinEstimate: what OpenJPEG holds at its peak, counted by
 // jp2mem.c's allocator, stays within the memory Header estimated, for
-// reading the header and for decoding; so the cap (jp2Cap) only ever
+// reading the header and for decoding; so the cap (allocCap) only ever
 // stops an image whose estimate is wrong.
 func TestJP2PeakWithinEstimate(t *testing.T) {
 	for name, src := range jp2PeakFiles(t) {
@@ -118,9 +118,9 @@ func TestJP2CapStopsAWrongEstimate(t *testing.T) {
 	full := h.Memory
 	h.Memory /= 8
 	err = d.Decode(make([]byte, h.Width*h.Height), src, h, Options{Color: Gray})
-	wantRefused(t, "an eighth of the estimate", err, "JPEG 2000", "cap of", fmt.Sprint(jp2Cap(h.Memory)), "out of memory")
-	if peak := int64(d.st.peak); peak > jp2Cap(h.Memory) || peak == 0 {
-		t.Errorf("OpenJPEG held %d bytes at its peak; the cap was %d", peak, jp2Cap(h.Memory))
+	wantRefused(t, "an eighth of the estimate", err, "JPEG 2000", "cap of", fmt.Sprint(allocCap(h.Memory)), "out of memory")
+	if peak := int64(d.st.peak); peak > allocCap(h.Memory) || peak == 0 {
+		t.Errorf("OpenJPEG held %d bytes at its peak; the cap was %d", peak, allocCap(h.Memory))
 	}
 	h.Memory = full
 	if err := d.Decode(make([]byte, h.Width*h.Height), src, h, Options{Color: Gray}); err != nil {

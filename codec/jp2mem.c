@@ -1,12 +1,9 @@
 // OpenJPEG over a memory buffer, for jp2.go; see jp2mem.h.
-#include <errno.h>
-#include <malloc.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <openjpeg.h>
 
+#include "capalloc.h"
 #include "jp2mem.h"
 
 typedef struct {
@@ -71,87 +68,6 @@ static void sl_jwarning(const char *msg, void *ud) {
 
 static void sl_jquiet(const char *msg, void *ud) { (void)msg, (void)ud; }
 
-// What the call running on this thread holds (see jp2mem.h). The codec
-// runs on the calling thread only (no thread pool: see sl_jopen), so a
-// thread-local count sees every allocation of one call.
-static __thread struct {
-	int on, hit;
-	int64_t limit, held, peak; // bytes; limit 0: none
-} sl_jcap;
-
-static void sl_jcap_begin(int64_t limit) {
-	sl_jcap.on = 1;
-	sl_jcap.hit = 0;
-	sl_jcap.limit = limit;
-	sl_jcap.held = sl_jcap.peak = 0;
-}
-
-// sl_jcap_take: may the call allocate n more bytes?
-static int sl_jcap_take(size_t n) {
-	if (!sl_jcap.on || sl_jcap.limit <= 0)
-		return 1;
-	// Blocks count at their usable size, a little over what was asked:
-	// held may pass the limit by that much.
-	int64_t room = sl_jcap.limit - sl_jcap.held;
-	if (room > 0 && (uint64_t)n <= (uint64_t)room)
-		return 1;
-	sl_jcap.hit = 1;
-	return 0;
-}
-
-// sl_jcap_charge counts p's block at its usable size, so that its free
-// gives back exactly what it took.
-static void *sl_jcap_charge(void *p) {
-	if (sl_jcap.on && p != NULL) {
-		sl_jcap.held += (int64_t)malloc_usable_size(p);
-		if (sl_jcap.held > sl_jcap.peak)
-			sl_jcap.peak = sl_jcap.held;
-	}
-	return p;
-}
-
-static void sl_jcap_uncharge(void *p) {
-	if (sl_jcap.on && p != NULL)
-		sl_jcap.held -= (int64_t)malloc_usable_size(p);
-}
-
-// The allocator of libopenjp2.a: scripts/pic-libs.sh renames its calls of
-// malloc, calloc, realloc, free and posix_memalign to these.
-SL_HIDDEN void *sl_opj_malloc(size_t n) { return sl_jcap_take(n) ? sl_jcap_charge(malloc(n)) : NULL; }
-
-SL_HIDDEN void *sl_opj_calloc(size_t k, size_t n) {
-	if (n != 0 && k > SIZE_MAX / n)
-		return NULL;
-	return sl_jcap_take(k * n) ? sl_jcap_charge(calloc(k, n)) : NULL;
-}
-
-SL_HIDDEN int sl_opj_posix_memalign(void **p, size_t align, size_t n) {
-	if (!sl_jcap_take(n))
-		return ENOMEM;
-	int rc = posix_memalign(p, align, n);
-	if (rc == 0)
-		sl_jcap_charge(*p);
-	return rc;
-}
-
-SL_HIDDEN void *sl_opj_realloc(void *p, size_t n) {
-	size_t old = p != NULL ? malloc_usable_size(p) : 0;
-	if (n > old && !sl_jcap_take(n - old))
-		return NULL;
-	void *r = realloc(p, n);
-	if (r != NULL) {
-		if (sl_jcap.on)
-			sl_jcap.held -= (int64_t)old;
-		sl_jcap_charge(r);
-	}
-	return r;
-}
-
-SL_HIDDEN void sl_opj_free(void *p) {
-	sl_jcap_uncharge(p);
-	free(p);
-}
-
 // sl_jopen makes a stream over m and a decoder with its messages kept in
 // st, and reads the header into *img. Returns 0 on success; the caller
 // destroys what is not NULL.
@@ -160,7 +76,7 @@ static int sl_jopen(sl_jmem *m, int jp2, sl_jp2_state *st, opj_stream_t **s, opj
 	int64_t cap = st->cap;
 	memset(st, 0, sizeof *st);
 	st->cap = cap;
-	sl_jcap_begin(cap);
+	sl_cap_begin(cap);
 	*s = opj_stream_create(64 << 10, OPJ_TRUE);
 	*c = opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K);
 	*img = NULL;
@@ -201,9 +117,7 @@ static void sl_jclose(sl_jp2_state *st, opj_stream_t *s, opj_codec_t *c, opj_ima
 		opj_destroy_codec(c);
 	if (s != NULL)
 		opj_stream_destroy(s);
-	sl_jcap.on = 0;
-	st->cap_hit = sl_jcap.hit;
-	st->peak = sl_jcap.peak;
+	st->peak = sl_cap_end(&st->cap_hit);
 }
 
 static void sl_jinfo(const opj_image_t *img, sl_jp2_info *r) {

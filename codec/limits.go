@@ -73,3 +73,26 @@ func (l Limits) checkEstimates(h *Header) error {
 	}
 	return nil
 }
+
+// allocCap is the most a C library whose allocations are counted
+// (capalloc.c: OpenJPEG, libtiff) may hold at once while it reads or
+// decodes an image whose memory was estimated at estimate bytes: the
+// estimate with a margin for its error (measured peaks stay within the
+// estimate: TestJP2PeakWithinEstimate, TestTIFFPeakWithinEstimate). An
+// estimate wrong by more fails the image as too large instead of taking
+// the server's memory; 0 (no estimate) is no cap.
+func allocCap(estimate int64) int64 {
+	if estimate <= 0 {
+		return 0
+	}
+	return estimate + estimate/2 + allocCapSlack
+}
+
+// allocCapSlack: a library's fixed allocations (codec state, stream
+// buffers), which the estimates do not count. A variable for tests.
+var allocCapSlack int64 = 4 << 20
+
+// capError is the TooLarge error of a decode that ran into its cap.
+func capError(format string, limit int64) *Error {
+	return formatErr(TooLarge, format, "%s decoder needed more than its cap of %d bytes (out of memory)", format, limit)
+}

@@ -84,6 +84,15 @@ func tiffMaxAlloc(inputLen, pixels int) uint64 {
 	return uint64(max(8*pixels, 2*inputLen)) + 1<<20
 }
 
+// failure is the error of a failed libtiff call: its first message, or
+// the cap it ran into.
+func (d *tiffDecoder) failure() *Error {
+	if d.st.cap_hit != 0 {
+		return capError("TIFF", int64(d.st.cap))
+	}
+	return tiffError(C.GoString(&d.st.err[0]))
+}
+
 func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
 	l, c, err := d.header(src, lim, true)
 	if err != nil {
@@ -137,10 +146,11 @@ func (d *tiffDecoder) header(src []byte, lim Limits, costs bool) (tiffLayout, ti
 			return tiffLayout{}, c, e
 		}
 	}
+	d.st.cap = C.int64_t(allocCap(c.mem))
 	r := C.sl_tiff_header((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
 		C.uint64_t(tiffMaxAlloc(len(src), 0)), d.st)
 	if r.rc != 0 {
-		return tiffLayout{}, c, tiffError(C.GoString(&d.st.err[0]))
+		return tiffLayout{}, c, d.failure()
 	}
 	w, h := int(r.width), int(r.height)
 	if w <= 0 || h <= 0 {
@@ -264,6 +274,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	stride := w * l.spp * l.bytes
 	d.raw = grow(d.raw, hh*stride)
+	d.st.cap = C.int64_t(allocCap(h.Memory))
 	rc := C.sl_tiff_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
 		C.uint64_t(tiffMaxAlloc(len(src), w*hh)), &l.info,
 		(*C.uchar)(unsafe.Pointer(&d.raw[0])), C.size_t(len(d.raw)), d.st)
@@ -272,7 +283,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	case 2:
 		return formatErr(Corrupt, "TIFF", "TIFF layout is inconsistent (%s)", C.GoString(&d.st.err[0]))
 	default:
-		return tiffError(C.GoString(&d.st.err[0]))
+		return d.failure()
 	}
 	c := o.color()
 	out, orient := storedTarget(dst, &d.scratch, w*hh*c.Channels(), h, o)

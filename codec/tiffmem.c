@@ -6,6 +6,7 @@
 #include <string.h>
 #include <tiffio.h>
 
+#include "capalloc.h"
 #include "tiffmem.h"
 
 typedef struct {
@@ -181,13 +182,15 @@ sl_tiff_info sl_tiff_header(const unsigned char *src, size_t n, uint64_t maxallo
 	sl_tiff_info r;
 	memset(&r, 0, sizeof r);
 	sl_mem m = {src, n, 0};
+	sl_cap_begin(st->cap);
 	TIFF *tif = sl_open(&m, maxalloc, st);
 	if (tif == NULL) {
 		r.rc = 1;
-		return r;
+	} else {
+		sl_info(tif, n, &r);
+		TIFFClose(tif);
 	}
-	sl_info(tif, n, &r);
-	TIFFClose(tif);
+	st->peak = sl_cap_end(&st->cap_hit);
 	return r;
 }
 
@@ -255,8 +258,20 @@ static int sl_read(TIFF *tif, const sl_tiff_info *in, unsigned char *dst, size_t
 	return rc;
 }
 
+// sl_tiff_decode_capped is sl_tiff_decode inside its cap.
+static int sl_tiff_decode_capped(const unsigned char *src, size_t n, uint64_t maxalloc, const sl_tiff_info *want,
+                                 unsigned char *dst, size_t dstlen, sl_tiff_state *st);
+
 int sl_tiff_decode(const unsigned char *src, size_t n, uint64_t maxalloc, const sl_tiff_info *want,
                    unsigned char *dst, size_t dstlen, sl_tiff_state *st) {
+	sl_cap_begin(st->cap);
+	int rc = sl_tiff_decode_capped(src, n, maxalloc, want, dst, dstlen, st);
+	st->peak = sl_cap_end(&st->cap_hit);
+	return rc;
+}
+
+static int sl_tiff_decode_capped(const unsigned char *src, size_t n, uint64_t maxalloc, const sl_tiff_info *want,
+                                 unsigned char *dst, size_t dstlen, sl_tiff_state *st) {
 	sl_mem m = {src, n, 0};
 	TIFF *tif = sl_open(&m, maxalloc, st);
 	if (tif == NULL)

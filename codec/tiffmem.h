@@ -19,6 +19,11 @@ typedef struct {
 	char warn[SL_TIFF_MSG_LEN];
 	int nerr, nwarn;
 	uint16_t cmap[3 * 256];
+	// cap bounds the bytes libtiff may hold at once during one call of
+	// sl_tiff_header or sl_tiff_decode (0: no bound; capalloc.h); cap_hit
+	// says an allocation failed there, peak is the most the call held.
+	int64_t cap, peak;
+	int cap_hit;
 } sl_tiff_state;
 
 // The first directory's layout, as the header gives it.

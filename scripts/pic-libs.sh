@@ -87,7 +87,7 @@ LIBS=(
 )
 # Raise RECIPE when a change to this script changes what it builds (an
 # option, a library added): every stamp then goes stale.
-RECIPE=r2
+RECIPE=r3
 
 # Which libraries are stale. A stamp reads "SOURCE INSTALLED RECIPE BUILT":
 # the installed version it stands for, and the source version built.
@@ -187,6 +187,7 @@ build_tiff() {
     -DJPEG_INCLUDE_DIR="$OUT/include" -DJPEG_LIBRARY="$OUT/lib/libturbojpeg.a"
   run "$2" cmake --build "$1/_b" --target tiff -j"$JOBS"
   run "$2" cmake --install "$1/_b/libtiff"
+  cap_allocations "$OUT/lib/libtiff.a" "$2"
 }
 
 build_openjpeg() {
@@ -194,13 +195,22 @@ build_openjpeg() {
     -DBUILD_TESTING=OFF -DBUILD_DOC=OFF -DBUILD_JPIP=OFF -DBUILD_JPWL=OFF -DBUILD_MJ2=OFF
   run "$2" cmake --build "$1/_b" -j"$JOBS"
   run "$2" cmake --install "$1/_b"
-  # Every allocation OpenJPEG makes goes through opj_malloc.c to these five
-  # libc functions; renamed, they reach codec/jp2cap.c, which holds each
-  # decode to a byte budget (a wrong estimate fails as "too large" instead
-  # of taking the server's memory).
+  cap_allocations "$OUT/lib/libopenjp2.a" "$2"
+}
+
+# cap_allocations ARCHIVE LOG: renames the archive's calls of malloc,
+# calloc, realloc, free and posix_memalign (every allocation OpenJPEG and
+# libtiff make goes through them) to codec/capalloc.c's, which count what
+# one decode holds and cap it near its estimate: a wrong estimate fails
+# the image as "too large" instead of taking the server's memory. Only
+# archives that package codec alone links (it holds capalloc.c): not
+# libturbojpeg.a, which internal/testimg links too, nor zlib's, so the
+# JPEG strips' libjpeg and the Deflate strips' zlib memory of a TIFF is
+# not counted.
+cap_allocations() {
   local f sym=()
-  for f in malloc calloc realloc free posix_memalign; do sym+=(--redefine-sym "$f=sl_opj_$f"); done
-  run "$2" objcopy "${sym[@]}" "$OUT/lib/libopenjp2.a"
+  for f in malloc calloc realloc free posix_memalign; do sym+=(--redefine-sym "$f=sl_cap_$f"); done
+  run "$2" objcopy "${sym[@]}" "$1"
 }
 
 build_dav1d() {
