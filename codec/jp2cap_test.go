@@ -141,7 +141,7 @@ func TestJP2HeaderBoxes(t *testing.T) {
 	}{
 		{"palette", hostile.JP2Spec{Codestream: hostile.J2KSpec{Width: 3072, Height: 3072, Levels: 5}, PaletteColumns: 255},
 			Unsupported, []string{"palette (255 columns)"}},
-		{"cdef", hostile.JP2Spec{Codestream: hostile.J2KSpec{Width: 64, Height: 64, Levels: 2}, ChannelDefs: 60000},
+		{"cdef", hostile.JP2Spec{Codestream: hostile.J2KSpec{Width: 64, Height: 64, Comps: 3, Levels: 2}, ChannelDefs: 60000},
 			Unsupported, []string{"channel definitions list 60000 channels"}},
 	} {
 		src := hostile.JP2(tc.spec)

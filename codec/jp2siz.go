@@ -113,10 +113,11 @@ func jp2Header(b []byte) *Error {
 // jp2Colour refuses the header boxes whose effect OpenJPEG applies after
 // the decode. A palette (pclr, with cmap) makes one image-sized plane per
 // palette column, up to 255 of them from a 1.7 kB file (a 3072x3072 grey
-// codestream became 9.6 GB), and Sluice refuses the paletted result
+// codestream: 9.7 GB and 24 s), and Sluice refuses the paletted result
 // anyway; a channel definition (cdef) of more entries than the 4
-// components Sluice decodes costs OpenJPEG a walk of the later entries
-// per entry (65,535 entries, 2 billion steps).
+// components Sluice decodes can make OpenJPEG swap components at each
+// entry and relabel every later one (60,000 entries of a 64x64 image:
+// 0.9 s, against 7 ms for the same list that swaps nothing).
 func jp2Colour(typ string, body []byte) *Error {
 	switch typ {
 	case "pclr":

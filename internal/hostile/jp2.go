@@ -139,7 +139,10 @@ type JP2Spec struct {
 	// makes that many image-sized planes from one.
 	PaletteColumns int
 	// ChannelDefs, when set, adds a channel definition box (cdef) of that
-	// many entries, each naming component 0 a colour channel.
+	// many entries, made so that a decoder applying it as OpenJPEG does
+	// swaps two components at every entry (with more than one component)
+	// and relabels every later entry each time; its last entries name the
+	// other channels, as the box must.
 	ChannelDefs int
 }
 
@@ -178,8 +181,33 @@ func JP2(s JP2Spec) []byte {
 	}
 	if n := s.ChannelDefs; n > 0 {
 		cdef := be.AppendUint16(nil, uint16(n))
-		for range n {
-			cdef = append(cdef, 0, 0, 0, 0, 0, 1) // channel 0, colour, of colour 1
+		entry := func(cn, asoc int) {
+			cdef = be.AppendUint16(cdef, uint16(cn))
+			cdef = be.AppendUint16(cdef, 0) // a colour channel
+			cdef = be.AppendUint16(cdef, uint16(asoc))
+		}
+		// label[c]: what an entry written as channel c reads as by the
+		// time the decoder reaches it (each swap exchanges two labels).
+		label := make([]int, comps)
+		for c := range label {
+			label[c] = c
+		}
+		for i := range n {
+			if i >= n-(comps-1) { // channels 1.. once each, no association
+				entry(i-(n-comps), 0)
+				continue
+			}
+			cur := label[0]
+			other := (cur + 1) % comps
+			entry(0, other+1)
+			for c := range label {
+				switch label[c] {
+				case cur:
+					label[c] = other
+				case other:
+					label[c] = cur
+				}
+			}
 		}
 		hdr = box(hdr, "cdef", cdef)
 	}
@@ -218,6 +246,15 @@ func init() {
 			return JP2(JP2Spec{Codestream: J2KSpec{Width: 3072, Height: 3072, Levels: 5}, PaletteColumns: 255})
 		},
 		Refused: []string{"unsupported", "JPEG 2000", "palette"},
+	})
+	Register(Case{
+		Name:   "jp2-cdef-60000",
+		Format: "JPEG 2000",
+		Row:    "JP2 file of 64x64 RGB whose channel definition lists 60,000 channels (OpenJPEG swaps components and walks the later entries at each)",
+		Make: func() []byte {
+			return JP2(JP2Spec{Codestream: J2KSpec{Width: 64, Height: 64, Comps: 3, Levels: 2}, ChannelDefs: 60000})
+		},
+		Refused: []string{"unsupported", "JPEG 2000", "channel definitions"},
 	})
 	Register(Case{
 		Name:   "jp2-4096-layers999",
