@@ -136,7 +136,31 @@ func TestJP2Large(t *testing.T) {
 	if _, err := exec.LookPath("opj_compress"); err != nil {
 		t.Skip("no opj_compress")
 	}
-	const w, h = 4096, 4096
+	files := opjFiles(t, 4096, 4096, map[string][]string{
+		"default.j2k":      nil,
+		"layers_tiles.jp2": {"-r", "80,40,20,10,5,2,1", "-t", "1024,1024", "-c", "[256,256],[128,128]", "-b", "32,32", "-p", "RPCL"},
+	})
+	for name, src := range files {
+		d, _ := newJP2Decoder()
+		hd, err := d.Header(src, LimitsFor(64<<20))
+		d.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %d bytes, estimates %d bytes, %d units", name, len(src), hd.Memory, hd.Work)
+		img := mustDecode(t, src, Options{Limits: LimitsFor(64 << 20)})
+		want, pw, ph := pillowDecode(t, src, "RGB", false)
+		if img.Width != pw || img.Height != ph || !bytes.Equal(img.Pix, want) {
+			t.Errorf("%s: %dx%d differs from Pillow's %dx%d", name, img.Width, img.Height, pw, ph)
+		}
+	}
+}
+
+// opjFiles encodes a textured w x h RGB image with opj_compress, once for
+// each of variants (a file name, whose extension picks JP2 or a raw
+// codestream, and its options), and returns the files by name.
+func opjFiles(t *testing.T, w, h int, variants map[string][]string) map[string][]byte {
+	t.Helper()
 	ppm := fmt.Appendf(nil, "P6\n%d %d\n255\n", w, h)
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
@@ -149,35 +173,20 @@ func TestJP2Large(t *testing.T) {
 	if err := os.WriteFile(in, ppm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name string
-		args []string
-	}{
-		{"default.j2k", nil},
-		{"layers_tiles.jp2", []string{"-r", "80,40,20,10,5,2,1", "-t", "1024,1024", "-c", "[256,256],[128,128]", "-b", "32,32", "-p", "RPCL"}},
-	} {
-		out := filepath.Join(dir, tc.name)
-		cmd := exec.Command("opj_compress", append([]string{"-i", in, "-o", out}, tc.args...)...)
+	files := map[string][]byte{}
+	for name, args := range variants {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("opj_compress", append([]string{"-i", in, "-o", out}, args...)...)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("opj_compress %s: %v\n%s", tc.name, err, b)
+			t.Fatalf("opj_compress %s: %v\n%s", name, err, b)
 		}
-		src, err := os.ReadFile(out)
+		b, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, _ := newJP2Decoder()
-		hd, err := d.Header(src, LimitsFor(64<<20))
-		d.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		t.Logf("%s: %d bytes, estimates %d bytes, %d units", tc.name, len(src), hd.Memory, hd.Work)
-		img := mustDecode(t, src, Options{Limits: LimitsFor(64 << 20)})
-		want, pw, ph := pillowDecode(t, src, "RGB", false)
-		if img.Width != pw || img.Height != ph || !bytes.Equal(img.Pix, want) {
-			t.Errorf("%s: %dx%d differs from Pillow's %dx%d", tc.name, img.Width, img.Height, pw, ph)
-		}
+		files[name] = b
 	}
+	return files
 }
 
 // jp2HostileSeeds are FuzzJP2's seeds of the hostile shapes, small: 4x4

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,38 +39,14 @@ func jp2PeakFiles(t *testing.T) map[string][]byte {
 		t.Logf("no opj_compress: encoder-made files left out")
 		return files
 	}
-	const w, h = 1200, 900
-	ppm := fmt.Appendf(nil, "P6\n%d %d\n255\n", w, h)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			n := uint32(x*7919+y*104729) * 2654435761 >> 29
-			ppm = append(ppm, byte(x/8+int(n)), byte(y/8+int(n)), byte((x+y)/16^int(n)))
-		}
-	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.ppm")
-	if err := os.WriteFile(in, ppm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for name, args := range map[string][]string{
+	maps.Copy(files, opjFiles(t, 1200, 900, map[string][]string{
 		"opj-default.j2k":   nil,
 		"opj-layers.jp2":    {"-r", "80,40,20,10,5,2,1"},
 		"opj-tiles.jp2":     {"-t", "256,256", "-b", "32,32", "-p", "RPCL"},
 		"opj-precincts.j2k": {"-c", "[128,128],[64,64],[32,32]", "-b", "16,16", "-n", "7"},
 		"opj-lossy.jp2":     {"-I", "-r", "20"},
 		"opj-cblk4.j2k":     {"-b", "4,4", "-n", "8"},
-	} {
-		out := filepath.Join(dir, name)
-		cmd := exec.Command("opj_compress", append([]string{"-i", in, "-o", out}, args...)...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("opj_compress %s: %v\n%s", name, err, b)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
+	}))
 	return files
 }
 
@@ -79,18 +56,8 @@ func jp2PeakFiles(t *testing.T) map[string][]byte {
 // stops an image whose estimate is wrong.
 func TestJP2PeakWithinEstimate(t *testing.T) {
 	for name, src := range jp2PeakFiles(t) {
-		fd, _ := newJP2Decoder()
-		d := fd.(*jp2Decoder)
-		h, err := d.Header(src, LimitsFor(64<<20))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			d.Close()
-			continue
-		}
-		headerPeak := int64(d.st.peak)
-		img := make([]byte, h.Width*h.Height*4)
-		err = d.Decode(img, src, h, Options{Color: RGBA})
-		peak := int64(d.st.peak)
+		d, _ := newJP2Decoder()
+		h, headerPeak, peak, err := decodePeaks(d.(counted), src)
 		d.Close()
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -119,7 +86,7 @@ func TestJP2CapStopsAWrongEstimate(t *testing.T) {
 	h.Memory /= 8
 	err = d.Decode(make([]byte, h.Width*h.Height), src, h, Options{Color: Gray})
 	wantRefused(t, "an eighth of the estimate", err, "JPEG 2000", "cap of", fmt.Sprint(allocCap(h.Memory)), "out of memory")
-	if peak := int64(d.st.peak); peak > allocCap(h.Memory) || peak == 0 {
+	if peak := d.peak(); peak > allocCap(h.Memory) || peak == 0 {
 		t.Errorf("OpenJPEG held %d bytes at its peak; the cap was %d", peak, allocCap(h.Memory))
 	}
 	h.Memory = full

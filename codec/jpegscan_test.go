@@ -543,19 +543,29 @@ func TestJPEGRefinePendingNotForNVJPEG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantHeaderFlag(t, "HuffmanProgressive", Header.HuffmanProgressive, []flagCase{
+		{"refinement pending", c.Make(), false}, {"standard script", full, true}, {"high frequencies never coded", lowPass, true}})
+}
+
+// flagCase is a JPEG and what a Header method should say of it.
+type flagCase struct {
+	name string
+	src  []byte
+	want bool
+}
+
+// wantHeaderFlag checks method (named name) on each case's header.
+func wantHeaderFlag(t *testing.T, name string, method func(Header) bool, cases []flagCase) {
+	t.Helper()
 	d := NewDecoder()
 	defer d.Close()
-	for _, tc := range []struct {
-		name string
-		src  []byte
-		want bool
-	}{{"refinement pending", c.Make(), false}, {"standard script", full, true}, {"high frequencies never coded", lowPass, true}} {
+	for _, tc := range cases {
 		h, err := d.Header(tc.src, Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := h.HuffmanProgressive(); got != tc.want {
-			t.Errorf("%s: HuffmanProgressive %v, want %v", tc.name, got, tc.want)
+		if got := method(h); got != tc.want {
+			t.Errorf("%s: %s %v, want %v", tc.name, name, got, tc.want)
 		}
 	}
 }
@@ -578,21 +588,8 @@ func TestJPEGUnitSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := NewDecoder()
-	defer d.Close()
-	for _, tc := range []struct {
-		name string
-		src  []byte
-		want bool
-	}{{"grey 1x1", g11, true}, {"grey 2x2", g22, false}, {"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), false}} {
-		h, err := d.Header(tc.src, Limits{})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if got := h.UnitSampling(); got != tc.want {
-			t.Errorf("%s: UnitSampling %v, want %v", tc.name, got, tc.want)
-		}
-	}
+	wantHeaderFlag(t, "UnitSampling", Header.UnitSampling, []flagCase{{"grey 1x1", g11, true}, {"grey 2x2", g22, false},
+		{"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), false}})
 	// libjpeg decodes both grey files alike: the factors change nothing.
 	a, b := mustDecode(t, g11, Options{Color: Gray}), mustDecode(t, g22, Options{Color: Gray})
 	if !bytes.Equal(a.Pix, b.Pix) {
