@@ -57,7 +57,8 @@ import (
 //	                                 decoupled decoder: Huffman on a CPU
 //	                                 worker), gpu_huffman (its GPU-Huffman
 //	                                 state, large images), cpu
-//	                                 (libjpeg-turbo, then uploaded)
+//	                                 (libjpeg-turbo, then uploaded), input
+//	                                 (a decoded-image input, uploaded)
 //	sluice_gpu_phase_duration_seconds_total  cumulative seconds of the batch
 //	                                 phases, label phase: parse (headers,
 //	                                 routing), decode, kernel

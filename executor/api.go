@@ -48,8 +48,8 @@ type Executor interface {
 // [H, W, C] of sample s of input i, for each such input (dims[i] is nil
 // for an encoded input; dims itself may be nil when there is none). The
 // executor checks every shape against its bytes, the declared channels
-// and the pixel limits, failing only that sample. The CPU executor is
-// one; the GPU executor refuses such pipelines when it is made.
+// and the pixel limits, failing only that sample. The CPU and the GPU
+// executor are both.
 type ShapedRunner interface {
 	Executor
 	RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error

@@ -334,10 +334,21 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 }
 
 // decodedInput makes t, holding a decoded-image sample's bytes, the image
-// of shape dims that spec declares, refusing a shape that is not [H, W, C]
-// with the declared C, does not match the bytes, or is over the pixel
-// limit or budget, as decode refuses an encoded image over them.
+// of shape dims that spec declares (CheckDecoded).
 func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budget *ops.Budget) error {
+	if err := CheckDecoded(spec, t.Data, dims, lim, budget); err != nil {
+		return err
+	}
+	t.DType, t.Color, t.Full = ops.Uint8, spec.Color, [2]int{}
+	t.Dims = append(t.Dims[:0], dims...)
+	return nil
+}
+
+// CheckDecoded refuses a decoded-image sample whose shape dims is not
+// [H, W, C] with spec's C, does not match its bytes, or is over the pixel
+// limit or budget (drawn on), as decode refuses an encoded image over
+// them.
+func CheckDecoded(spec ops.Spec, data []byte, dims []int, lim ops.Limits, budget *ops.Budget) error {
 	c := spec.Dims[2]
 	if len(dims) != 3 {
 		return ops.Errorf(ops.BadInput, "shape %v is not [height, width, channels]", dims)
@@ -350,8 +361,8 @@ func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budg
 		return ops.Errorf(ops.BadInput, "shape %v is an empty image", dims)
 	}
 	// Divided, not multiplied: the dims come from the client.
-	if len(t.Data)%c != 0 || len(t.Data)/c/w != h || (len(t.Data)/c)%w != 0 {
-		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, len(t.Data))
+	if len(data)%c != 0 || len(data)/c/w != h || (len(data)/c)%w != 0 {
+		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, len(data))
 	}
 	if px := h * w; lim.MaxPixels > 0 && px > lim.MaxPixels {
 		return ops.Errorf(ops.TooLarge, "image is %dx%d (%d pixels), over the limit of %d (max_image_pixels)", w, h, px, lim.MaxPixels)
@@ -361,40 +372,57 @@ func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budg
 			return err
 		}
 	}
-	t.DType, t.Color, t.Full = ops.Uint8, spec.Color, [2]int{}
-	t.Dims = append(t.Dims[:0], h, w, c)
 	return nil
 }
 
 // tensorInput makes t, holding a boxes or count sample's bytes, the tensor
-// of spec's fixed shape, refusing a shape other than that or bytes that do
-// not match it. dims is the request's shape for the sample, nil when the
-// caller gave none (the bytes alone are then checked).
+// of spec's fixed shape (CheckTensor).
 func tensorInput(t *ops.Tensor, spec ops.Spec, dims []int) error {
-	if dims != nil && !slices.Equal(dims, spec.Dims) {
-		return ops.Errorf(ops.BadInput, "shape %v, but the pipeline declares %v", dims, spec)
-	}
-	if want := spec.Elems() * spec.DType.Size(); len(t.Data) != want {
-		return ops.Errorf(ops.BadInput, "%d bytes of data, but %v is %d bytes", len(t.Data), spec, want)
+	if err := CheckTensor(spec, t.Data, dims); err != nil {
+		return err
 	}
 	t.DType, t.Color, t.Full = spec.DType, ops.NoColor, [2]int{}
 	t.Dims = append(t.Dims[:0], spec.Dims...)
 	return nil
 }
 
+// CheckTensor refuses a boxes or count sample whose shape is not spec's
+// fixed one or whose bytes do not match it. dims is the request's shape
+// for the sample, nil when the caller gave none (the bytes alone are then
+// checked).
+func CheckTensor(spec ops.Spec, data []byte, dims []int) error {
+	if dims != nil && !slices.Equal(dims, spec.Dims) {
+		return ops.Errorf(ops.BadInput, "shape %v, but the pipeline declares %v", dims, spec)
+	}
+	if want := spec.Elems() * spec.DType.Size(); len(data) != want {
+		return ops.Errorf(ops.BadInput, "%d bytes of data, but %v is %d bytes", len(data), spec, want)
+	}
+	return nil
+}
+
+// BoxCount reads a count input's sample (checked by CheckTensor): how
+// many of its boxes' rows are used. A count outside 0..rows is an error.
+func BoxCount(data []byte, rows int) (int, error) {
+	n := int32(binary.LittleEndian.Uint32(data))
+	if n < 0 || int(n) > rows {
+		return 0, ops.Errorf(ops.BadInput, "count %d is outside 0..%d, the rows of its boxes", n, rows)
+	}
+	return int(n), nil
+}
+
 // applyCount marks the rows of boxes input j at or past the count in count
 // input k unused, NaN, in a copy: the request's buffer is not ours to
-// write. A count outside 0..max fails the sample.
+// write.
 func (w *worker) applyCount(j, k int) error {
 	bx, cnt := &w.inputs[j], &w.inputs[k]
 	rows := bx.Dims[0]
-	n := int32(binary.LittleEndian.Uint32(cnt.Data))
-	if n < 0 || int(n) > rows {
-		return ops.Errorf(ops.BadInput, "count %d is outside 0..%d, the rows of its boxes", n, rows)
+	n, err := BoxCount(cnt.Data, rows)
+	if err != nil {
+		return err
 	}
 	w.boxes[j] = append(w.boxes[j][:0], bx.Data...)
 	nan := math.Float32bits(float32(math.NaN()))
-	for i := int(n) * 4; i < rows*4; i++ {
+	for i := n * 4; i < rows*4; i++ {
 		binary.LittleEndian.PutUint32(w.boxes[j][4*i:], nan)
 	}
 	bx.Data = w.boxes[j]

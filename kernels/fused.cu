@@ -39,7 +39,9 @@ struct sluice_sample {
     int rs_h, rs_w;          // size the window is resized to (window size: a plain copy)
     int off_y, off_x;        // output (y,x) shows resized (y-off_y, x-off_x); elsewhere fill
     int out_h, out_w;        // this sample's output size
-    int reserved;            // keeps the size a multiple of 8
+    int zero;                // 1: write zeros, whatever the rest says (an unused box crop)
+    float box_y0, box_x0;    // the region of the window resized, in window pixels, as Pillow's
+    float box_y1, box_x1;    // float resize box (a box crop's); all zero: the whole window
 };
 
 // The same for the whole batch; passed by value. Mirrored by kernels.Params.
@@ -55,7 +57,7 @@ struct sluice_params {
     float add[4];
 };
 
-static_assert(sizeof(sluice_sample) == 80, "sluice_sample size");
+static_assert(sizeof(sluice_sample) == 96, "sluice_sample size");
 static_assert(offsetof(sluice_sample, dst) == 8, "sluice_sample.dst offset");
 static_assert(offsetof(sluice_sample, src_h) == 16, "sluice_sample.src_h offset");
 static_assert(offsetof(sluice_sample, orient) == 32, "sluice_sample.orient offset");
@@ -63,7 +65,9 @@ static_assert(offsetof(sluice_sample, win_y) == 36, "sluice_sample.win_y offset"
 static_assert(offsetof(sluice_sample, rs_h) == 52, "sluice_sample.rs_h offset");
 static_assert(offsetof(sluice_sample, off_y) == 60, "sluice_sample.off_y offset");
 static_assert(offsetof(sluice_sample, out_h) == 68, "sluice_sample.out_h offset");
-static_assert(offsetof(sluice_sample, reserved) == 76, "sluice_sample.reserved offset");
+static_assert(offsetof(sluice_sample, zero) == 76, "sluice_sample.zero offset");
+static_assert(offsetof(sluice_sample, box_y0) == 80, "sluice_sample.box_y0 offset");
+static_assert(offsetof(sluice_sample, box_x1) == 92, "sluice_sample.box_x1 offset");
 static_assert(sizeof(sluice_params) == 84, "sluice_params size");
 static_assert(offsetof(sluice_params, dtype) == 16, "sluice_params.dtype offset");
 static_assert(offsetof(sluice_params, src_chan) == 20, "sluice_params.src_chan offset");
@@ -97,29 +101,34 @@ __device__ __forceinline__ float filter_weight(int kind, float x) {
     return 0.0f;
 }
 
-// axis_setup reproduces axisTable.build (and buildNearest) of ops/resample.go
-// for output coordinate i of an axis resizing in pixels to out. The bounds
-// use the CPU's double arithmetic with explicit rounding intrinsics so that
-// no fused multiply-add moves a window edge.
-__device__ axis_taps axis_setup(int i, int in, int out, int interp, bool aa) {
+// axis_setup reproduces axisTable.buildBox (and buildNearest) of
+// ops/resample.go for output coordinate i of an axis of in pixels whose
+// span b0..b1 (Pillow's float resize box) is resized to out. Taps are in
+// the axis's pixels. The bounds use the CPU's double arithmetic with
+// explicit rounding intrinsics so that no fused multiply-add moves a
+// window edge.
+__device__ axis_taps axis_setup(int i, int in, float b0, float b1, int out, int interp, bool aa) {
     axis_taps a;
     a.kind = KIND_FLAT;
     a.base = 0.0f;
     a.ss = 1.0f;
     a.inv = 1.0f;
     a.n = 1;
-    if (in == out) {  // the CPU skips the pass: a plain copy
+    if (in == out && b0 == 0.0f && b1 == (float)out) {  // Pillow skips the pass: a plain copy
         a.lo = i;
         return a;
     }
-    double scale = (double)(float)in / (double)out;
+    // Pillow's scale is that of the float box's width.
+    const double origin = (double)b0;
+    double scale = (double)__fsub_rn(b1, b0) / (double)out;
     if (interp == INTERP_NEAREST) {
         // Pillow accumulates the coordinate; the running sum decides
         // exact ties (frequent with rational ratios), so near one the sum
         // is replayed exactly.
-        double x = __dadd_rn(scale * 0.5, (double)i * scale);
+        const double x0 = __dadd_rn(origin, scale * 0.5);
+        double x = __dadd_rn(x0, (double)i * scale);
         if (fabs(x - rint(x)) < 1e-5) {
-            x = scale * 0.5;
+            x = x0;
             for (int k = 0; k < i; k++) {
                 x = __dadd_rn(x, scale);
             }
@@ -133,7 +142,7 @@ __device__ axis_taps axis_setup(int i, int in, int out, int interp, bool aa) {
     }
     double support = (interp == INTERP_CUBIC ? 2.0 : interp == INTERP_AREA ? 0.5 : 1.0) * fs;
     double ss = 1.0 / fs;
-    double center = __dmul_rn(__dadd_rn((double)i, 0.5), scale);
+    double center = __dadd_rn(origin, __dmul_rn(__dadd_rn((double)i, 0.5), scale));
     int lo = max((int)__dadd_rn(__dsub_rn(center, support), 0.5), 0);
     int hi = max(min((int)__dadd_rn(__dadd_rn(center, support), 0.5), in), lo);
     if (interp == INTERP_AREA) {
@@ -320,6 +329,23 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
     const int ry = y - s.off_y, rx = x - s.off_x;
 
     float v[4];
+    if (s.zero) {
+        // An unused row of box crops: zeros in the output type, not the
+        // fill mapped through mul/add.
+        const size_t plane = (size_t)s.out_h * (size_t)s.out_w;
+        const size_t pix = (size_t)y * (size_t)s.out_w + (size_t)x;
+        for (int k = 0; k < oc; k++) {
+            const size_t i = p.layout == 0 ? (size_t)k * plane + pix : pix * (size_t)oc + (size_t)k;
+            if (p.dtype == 0) {
+                ((unsigned char*)s.dst)[i] = 0;
+            } else if (p.dtype == 1) {
+                ((__half*)s.dst)[i] = __float2half_rn(0.0f);
+            } else {
+                ((float*)s.dst)[i] = 0.0f;
+            }
+        }
+        return;
+    }
     if (ry < 0 || ry >= s.rs_h || rx < 0 || rx >= s.rs_w || s.win_h <= 0 || s.win_w <= 0) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
@@ -365,8 +391,10 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
             cv_linear(im, p.fill, s.win_y, s.win_x, s.win_h, s.win_w, s.rs_h, s.rs_w, ry, rx, v);
         } else {
             const bool aa = p.antialias != 0;
-            const axis_taps ay = axis_setup(ry, s.win_h, s.rs_h, p.interp, aa);
-            const axis_taps ax = axis_setup(rx, s.win_w, s.rs_w, p.interp, aa);
+            const bool whole = s.box_y0 == 0.0f && s.box_x0 == 0.0f && s.box_y1 == 0.0f && s.box_x1 == 0.0f;
+            const float by1 = whole ? (float)s.win_h : s.box_y1, bx1 = whole ? (float)s.win_w : s.box_x1;
+            const axis_taps ay = axis_setup(ry, s.win_h, s.box_y0, by1, s.rs_h, p.interp, aa);
+            const axis_taps ax = axis_setup(rx, s.win_w, s.box_x0, bx1, s.rs_w, p.interp, aa);
 
             // Pillow's two passes: the one it runs first (vertical when the
             // height shrinks by over twice as many pixels as the width, as

@@ -591,3 +591,96 @@ func compare(t *testing.T, got, want []float64) {
 			mean, worst, at, got[at], want[at])
 	}
 }
+
+// TestFusedBoxCrops: box crops, one kernel sample per box with Pillow's
+// float resize box, against crop_boxes on the CPU, for every filter,
+// letterboxed or not, on an oriented image; the geometry is ops' own
+// (GPUCrops), an unused row zeros.
+func TestFusedBoxCrops(t *testing.T) {
+	run := newRunner(t)
+	const h, w, oh, ow = 97, 131, 24, 40
+	stored := testImage(h, w, 11)
+	boxes := f32Bytes(
+		10.5, 3.25, 70.75, 50, // inside, fractional
+		-20, 40, 60.5, 200, // reaching outside: clipped
+		30, 30, 30.4, 90, // thinner than a pixel across
+		float32(math.NaN()), 0, 1, 1, // unused: zeros
+		0, 0, 97, 131, // the whole upright image (orientation 6: 97 wide)
+	)
+	for _, orient := range []int{1, 6} {
+		uh, uw := codec.OrientedDims(h, w, orient)
+		upright := make([]byte, len(stored))
+		codec.Orient(upright, stored, h, w, 3, orient)
+		enc := encodePNG(t, upright, uh, uw)
+		for f, name := range interp {
+			for _, lb := range []bool{false, true} {
+				t.Run(fmt.Sprintf("orient%d/%s/letterbox=%v", orient, name, lb), func(t *testing.T) {
+					prog, err := pipeline.CompileText([]byte(fmt.Sprintf(`version: 1 input { name: "IMAGE" }
+input { name: "BOXES" boxes { max: 5 coords: "pixel" } }
+node { op: "decode" input: "IMAGE" }
+node { op: "crop_boxes" input: ["decode", "BOXES"] arg { name: "size" ints { v: [%d, %d] } } arg { name: "interp" str: %q }
+  arg { name: "letterbox" bool: %v } arg { name: "fill" floats { v: [114] } } }
+node { op: "normalize" arg { name: "dtype" str: "UINT8" } arg { name: "layout" str: "HWC" } }
+output { name: "OUT" }`, oh, ow, name, lb)), "boxes.pbtxt")
+					if err != nil {
+						t.Fatal(err)
+					}
+					e, err := executor.New(prog, executor.Options{Workers: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer e.Close()
+					r, err := e.Run([][][]byte{{enc}, {boxes}})
+					if err != nil || r.Errs[0] != nil {
+						t.Fatal(err, r.Errs[0])
+					}
+					want := r.Outputs[0].Data
+
+					g := ops.NewGeom(uh, uw, ops.RGB, ops.Limits{})
+					crops := make([]ops.Crop, 5)
+					if err := prog.Nodes[1].Op.(ops.GPUCropper).GPUCrops(nil, &g, boxes, 5, crops, nil); err != nil {
+						t.Fatal(err)
+					}
+					p := kernels.Params{Interp: int32(f), Antialias: 1, OutC: 3, Layout: kernels.LayoutHWC,
+						DType: kernels.DTypeUint8, SrcChan: rgb, Mul: ones}
+					if g.HasFill {
+						p.Fill = [4]float32{114, 114, 114, 114}
+					}
+					var imgs [][]byte
+					var samples []kernels.Sample
+					for _, c := range crops {
+						s := kernels.Sample{SrcH: h, SrcW: w, SrcPitch: w * 3, SrcC: 3, Orient: int32(orient),
+							WinH: int32(uh), WinW: int32(uw), RsH: int32(c.Rs[0]), RsW: int32(c.Rs[1]),
+							OffY: int32(c.Off[0]), OffX: int32(c.Off[1]), OutH: oh, OutW: ow,
+							BoxX0: c.Box[0], BoxY0: c.Box[1], BoxX1: c.Box[2], BoxY1: c.Box[3]}
+						if !c.Used {
+							s = kernels.Sample{SrcH: h, SrcW: w, SrcPitch: w * 3, SrcC: 3, Orient: 1,
+								WinH: 1, WinW: 1, RsH: 1, RsW: 1, OutH: oh, OutW: ow, Zero: 1}
+						}
+						imgs, samples = append(imgs, stored), append(samples, s)
+					}
+					got := run(t, imgs, samples, p)
+					row := oh * ow * 3
+					for k := range crops {
+						gb, wb := got[k], want[k*row:(k+1)*row]
+						if !crops[k].Used {
+							if firstDiff(gb, make([]byte, row)) >= 0 || firstDiff(wb, make([]byte, row)) >= 0 {
+								t.Errorf("crop %d: unused, yet not zeros", k)
+							}
+							continue
+						}
+						compare(t, values(gb, &p, row), values(wb, &p, row))
+					}
+				})
+			}
+		}
+	}
+}
+
+func f32Bytes(v ...float32) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}

@@ -46,7 +46,16 @@ type Sample struct {
 	RsH, RsW               int32  // the size the window is resized to
 	OffY, OffX             int32  // output (y, x) shows resized (y-OffY, x-OffX); elsewhere fill
 	OutH, OutW             int32  // this sample's output size
-	Reserved               int32
+	Zero                   int32  // 1: write zeros whatever the rest says (an unused box crop)
+	// The region of the window that is resized, in window pixels, as
+	// Pillow's float resize box (a box crop's box); all zero: the whole
+	// window.
+	BoxY0, BoxX0, BoxY1, BoxX1 float32
+}
+
+// wholeBox reports whether the sample resizes its whole window.
+func (s *Sample) wholeBox() bool {
+	return s.BoxY0 == 0 && s.BoxX0 == 0 && s.BoxY1 == 0 && s.BoxX1 == 0
 }
 
 // Params is the kernel's struct sluice_params, the same for the whole batch
@@ -108,6 +117,9 @@ var Block = [3]uint32{32, 8, 1}
 // maxGrid bounds grid y and z (CUDA's limit for both).
 const maxGrid = 65535
 
+// MaxSamples is the most samples one Launch takes (the grid's z).
+const MaxSamples = maxGrid
+
 // SampleBytes views samples as the bytes to upload for Launch's samples
 // argument.
 func SampleBytes(s []Sample) []byte {
@@ -160,6 +172,8 @@ func (s *Sample) Check() error {
 		return fmt.Errorf("kernels: window %dx%d resized to %dx%d", s.WinW, s.WinH, s.RsW, s.RsH)
 	case s.OutH < 1 || s.OutW < 1:
 		return fmt.Errorf("kernels: output %dx%d", s.OutW, s.OutH)
+	case !s.wholeBox() && !(0 <= s.BoxY0 && s.BoxY0 < s.BoxY1 && s.BoxY1 <= float32(s.WinH) && 0 <= s.BoxX0 && s.BoxX0 < s.BoxX1 && s.BoxX1 <= float32(s.WinW)):
+		return fmt.Errorf("kernels: box (%g, %g)-(%g, %g) outside the %dx%d window", s.BoxX0, s.BoxY0, s.BoxX1, s.BoxY1, s.WinW, s.WinH)
 	}
 	return nil
 }

@@ -165,8 +165,8 @@ func TestLayoutMatchesC(t *testing.T) {
 			t.Errorf("fused.cu asserts %d offsets of %s; want at least 3", offsets[name], name)
 		}
 	}
-	if s, p, y := unsafe.Sizeof(Sample{}), unsafe.Sizeof(Params{}), unsafe.Sizeof(YCC{}); s != 80 || p != 84 || y != 72 {
-		t.Errorf("Sample is %d bytes, Params %d, YCC %d; the spec says 80, 84 and 72", s, p, y)
+	if s, p, y := unsafe.Sizeof(Sample{}), unsafe.Sizeof(Params{}), unsafe.Sizeof(YCC{}); s != 96 || p != 84 || y != 72 {
+		t.Errorf("Sample is %d bytes, Params %d, YCC %d; the spec says 96, 84 and 72", s, p, y)
 	}
 }
 
@@ -182,6 +182,8 @@ func TestChecks(t *testing.T) {
 		func(s *Sample) { s.Orient = 9 },
 		func(s *Sample) { s.RsW = 0 },
 		func(s *Sample) { s.Src = 0 },
+		func(s *Sample) { s.BoxY0, s.BoxX0, s.BoxY1, s.BoxX1 = 0, 0, 4.5, 5 }, // past the window
+		func(s *Sample) { s.BoxY0, s.BoxX0, s.BoxY1, s.BoxX1 = 2, 1, 2, 5 },   // empty
 	} {
 		s := good
 		bad(&s)

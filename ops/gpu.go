@@ -102,6 +102,29 @@ type GPUResampler interface {
 	GPUFilter() Filter
 }
 
+// GPUCropper is implemented by the operator that crops boxes
+// (crop_boxes): each sample's image becomes MaxCrops crops of one canvas
+// size, each of them a Crop the kernel makes on its own.
+type GPUCropper interface {
+	GPUResampler
+	MaxCrops() int
+	// GPUCrops fills crops (MaxCrops of them) from the sample's boxes, of
+	// which the first used rows count, as Run would crop them; g, the
+	// upright decoded image, becomes the crops' canvas. side is as for
+	// GPUStage. Errors are per sample, or wrap ErrNotOnGPU.
+	GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []Crop, side []*Tensor) error
+}
+
+// Crop is one box crop: Box (x1, y1, x2, y2 in upright pixels, clipped to
+// the image, Pillow's float resize box) resized to Rs and placed at Off on
+// the canvas. An unused crop (a NaN row, past the count, or empty with
+// empty "zero") is all zeros, whatever the operators after it do.
+type Crop struct {
+	Box     [4]float32
+	Rs, Off [2]int
+	Used    bool
+}
+
 // GPUValues is implemented by the operator that maps pixel values to the
 // output (normalize): per output channel, which input channel it reads and
 // the affine map v*Mul+Add applied to the 0..255 value.

@@ -260,7 +260,7 @@ run() {
 			# Every kernel test; of the executor's, the quick ones (the
 			# corpus comparison is minutes under the tool).
 			re=${GPUSAN_RUN:-.}
-			[ "$sb" = executor_gpu.test ] && re=${GPUSAN_RUN:-'GPUDestinations|GPUMemoryCap'}
+			[ "$sb" = executor_gpu.test ] && re=${GPUSAN_RUN:-'GPUDestinations|GPUMemoryCap|GPUDecodedInput'}
 			{
 				echo "===== $sb -test.run '$re' timeout ${secs}s"
 				(cd "${pkg:-.}" && timeout -k 10 "$secs" compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -15,18 +16,67 @@ import (
 )
 
 type batch struct {
-	in      [][]byte
+	in      [][]byte // the encoded images
+	all     [][][]byte
+	dims    [][][]int // nil, or per input: nil, or each sample's shape
 	dst     [][]Dest
 	errs    []error
 	budgets []*ops.Budget // nil, or one per sample
 }
 
-func (e *Executor) newBatch(in [][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) *batch {
+func (e *Executor) newBatch(all [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) *batch {
+	in := all[e.chain.in]
 	if cap(e.samples) < len(in) {
 		e.samples = make([]sample, len(in))
 	}
 	e.samples = e.samples[:len(in)]
-	return &batch{in: in, dst: dst, errs: errs, budgets: budgets}
+	if m := e.chain.crops; e.chain.boxes >= 0 && cap(e.crops) < len(in)*m {
+		e.crops = make([]ops.Crop, len(in)*m)
+	}
+	return &batch{in: in, all: all, dims: dims, dst: dst, errs: errs, budgets: budgets}
+}
+
+// shape is sample s's shape of input i, as the request gave it; nil when
+// it gave none.
+func (b *batch) shape(i, s int) []int {
+	if b.dims == nil || b.dims[i] == nil {
+		return nil
+	}
+	return b.dims[i][s]
+}
+
+// crops are sample s's box crops (crop_boxes).
+func (e *Executor) cropsOf(s int) []ops.Crop {
+	m := e.chain.crops
+	return e.crops[s*m : (s+1)*m]
+}
+
+// cropGeom checks sample s's boxes (and count) input and lets crop_boxes
+// place its crops; a bad input fails the sample naming that input.
+func (e *Executor) cropGeom(b *batch, s int, st *stage, ctx *ops.Ctx, g *ops.Geom, side []*ops.Tensor) error {
+	c := e.chain
+	boxes := b.all[c.boxes][s]
+	if err := executor.CheckTensor(e.prog.InputSpecs[c.boxes], boxes, b.shape(c.boxes, s)); err != nil {
+		e.fail(b, s, e.prog.Inputs[c.boxes], err)
+		return err
+	}
+	used := c.crops
+	if c.count >= 0 {
+		cnt := b.all[c.count][s]
+		err := executor.CheckTensor(e.prog.InputSpecs[c.count], cnt, b.shape(c.count, s))
+		if err == nil {
+			used, err = executor.BoxCount(cnt, c.crops)
+		}
+		if err != nil {
+			e.fail(b, s, e.prog.Inputs[c.count], err)
+			return err
+		}
+	}
+	if err := st.crop.GPUCrops(ctx, g, boxes, used, e.cropsOf(s), side); err != nil {
+		e.fail(b, s, st.name, err)
+		return err
+	}
+	return nil
 }
 
 // fail records sample s's error at node.
@@ -51,22 +101,29 @@ func (e *Executor) parse(b *batch) {
 		if b.budgets != nil {
 			budget = b.budgets[s]
 		}
-		hdr, err := ops.DecodeHeader(w.dec, smp.src, e.opt.Limits, budget)
+		var err error
+		if e.chain.decoded {
+			err = e.input(b, smp, s, budget)
+		} else {
+			smp.hdr, err = ops.DecodeHeader(w.dec, smp.src, e.opt.Limits, budget)
+			smp.h, smp.w = smp.hdr.Height, smp.hdr.Width
+		}
 		if err != nil {
 			e.fail(b, s, e.decNm, err)
 			return
 		}
-		smp.hdr = hdr
-		smp.h, smp.w = hdr.Height, hdr.Width
-		uh, uw := hdr.OrientedSize(e.chain.dec.Orient)
+		uh, uw := smp.hdr.OrientedSize(e.chain.dec.Orient)
 		g := ops.NewGeom(uh, uw, e.chain.dec.Color, e.opt.Limits)
 		for k := range e.chain.stages {
 			st := &e.chain.stages[k]
 			side := z.bindSide(k, st, b.dst, s, e.sideBlock(s))
-			err := st.op.GPU(&z.ctx, &g, side)
+			if st.crop != nil {
+				err = e.cropGeom(b, s, st, &z.ctx, &g, side)
+			} else if err = st.op.GPU(&z.ctx, &g, side); err != nil {
+				e.fail(b, s, st.name, err)
+			}
 			z.unbindSide(k)
 			if err != nil {
-				e.fail(b, s, st.name, err)
 				return
 			}
 		}
@@ -76,8 +133,24 @@ func (e *Executor) parse(b *batch) {
 			return
 		}
 		smp.geom = g
-		e.route(w, smp)
+		if !e.chain.decoded {
+			e.route(w, smp)
+		}
 	})
+}
+
+// input takes sample s of a decoded-image input: its shape checked as the
+// CPU executor checks it, uploaded as it came (PathInput).
+func (e *Executor) input(b *batch, smp *sample, s int, budget *ops.Budget) error {
+	i := e.chain.in
+	dims := b.shape(i, s)
+	if err := executor.CheckDecoded(e.prog.InputSpecs[i], smp.src, dims, e.opt.Limits, budget); err != nil {
+		return err
+	}
+	smp.h, smp.w, smp.c = dims[0], dims[1], dims[2]
+	smp.hdr = codec.Header{Height: smp.h, Width: smp.w}
+	smp.path = PathInput
+	return nil
 }
 
 // errNoContext fails the samples of a worker that could not make the
@@ -106,13 +179,13 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 			continue
 		}
 		need := alignUp(smp.h * smp.w * smp.c)
-		if smp.path != PathCPU {
+		if smp.hasPlanes() {
 			need += smp.planeBytes()
 		}
 		if !e.local(b.dst[img][end]) {
 			need += alignUp(e.sampleBytes[img])
 		}
-		if off+need+alignUp((count+1)*int(unsafe.Sizeof(kernels.Sample{}))) > e.mem.cap {
+		if off+need+e.descBytes(count+1) > e.mem.cap {
 			if count > 0 {
 				break
 			}
@@ -122,7 +195,7 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		}
 		smp.off = off
 		off += alignUp(smp.h * smp.w * smp.c)
-		if smp.path != PathCPU {
+		if smp.hasPlanes() {
 			smp.planes = off
 			off += smp.planeBytes()
 		}
@@ -133,10 +206,15 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		count++
 	}
 	e.descOff = off
-	if err := e.mem.reserve(off + alignUp(count*int(unsafe.Sizeof(kernels.Sample{})))); err != nil {
+	if err := e.mem.reserve(off + e.descBytes(count)); err != nil {
 		return 0, err
 	}
 	return end, nil
+}
+
+// descBytes is the arena space of n images' kernel descriptors.
+func (e *Executor) descBytes(n int) int {
+	return alignUp(n * e.chain.crops * int(unsafe.Sizeof(kernels.Sample{})))
 }
 
 // runPart decodes samples [start, end) on every path at once, then runs
@@ -161,7 +239,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		case smp.failed:
 		case smp.hw && e.hw != nil: // split below between the engines and its route
 			hwList = append(hwList, s)
-		case smp.path == PathCPU, smp.path == PathCPUHuffman:
+		case smp.path == PathCPU, smp.path == PathCPUHuffman, smp.path == PathInput:
 			cpuList = append(cpuList, s)
 		default:
 			hyList = append(hyList, s)
@@ -256,6 +334,12 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
 		s := list[i]
 		smp := &e.samples[s]
+		if smp.path == PathInput {
+			if err := w.upload(smp, e.mem.base); err != nil {
+				e.fail(b, s, e.decNm, err)
+			}
+			return
+		}
 		if smp.path == PathCPUHuffman {
 			if w != nil && w.huff != nil {
 				err := w.decodeHuffman(smp, e.mem.base, e.fused, gray)
@@ -320,10 +404,10 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 	base := e.mem.base
 	descSize := int(unsafe.Sizeof(kernels.Sample{}))
 	count, maxH, maxW := 0, 0, 0
-	if err := growPinned(&e.desc, (end-start)*descSize); err != nil {
+	if err := growPinned(&e.desc, (end-start)*e.chain.crops*descSize); err != nil {
 		return err
 	}
-	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), end-start)
+	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), (end-start)*e.chain.crops)
 	p := e.chain.params
 	for s := start; s < end; s++ {
 		smp := &e.samples[s]
@@ -339,7 +423,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		if e.chain.dec.Orient && smp.hdr.Orientation > 0 {
 			orient = smp.hdr.Orientation
 		}
-		desc[count] = kernels.Sample{
+		one := kernels.Sample{
 			Src: uint64(base) + uint64(smp.off), Dst: uint64(dst),
 			SrcH: int32(smp.h), SrcW: int32(smp.w), SrcPitch: int32(smp.w * smp.c), SrcC: int32(smp.c),
 			Orient: int32(orient),
@@ -354,7 +438,24 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 			}
 		}
 		maxH, maxW = max(maxH, g.H), max(maxW, g.W)
-		count++
+		if e.chain.boxes < 0 {
+			desc[count] = one
+			count++
+			continue
+		}
+		// One kernel sample per box, each writing its row of the output.
+		row := uint64(e.sampleBytes[img] / e.chain.crops)
+		for k, cr := range e.cropsOf(s) {
+			d := one
+			d.Dst += uint64(k) * row
+			d.RsH, d.RsW, d.OffY, d.OffX = int32(cr.Rs[0]), int32(cr.Rs[1]), int32(cr.Off[0]), int32(cr.Off[1])
+			d.BoxX0, d.BoxY0, d.BoxX1, d.BoxY1 = cr.Box[0], cr.Box[1], cr.Box[2], cr.Box[3]
+			if !cr.Used {
+				d.Zero = 1
+			}
+			desc[count] = d
+			count++
+		}
 	}
 	if count == 0 {
 		return nil
@@ -364,8 +465,11 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 	if err := cuda.MemcpyHtoDAsync(descDev, e.desc[:count*descSize], e.main); err != nil {
 		return err
 	}
-	if err := e.fused.Launch(e.main, &p, descDev, count, maxH, maxW); err != nil {
-		return err
+	for i := 0; i < count; i += kernels.MaxSamples {
+		n := min(count-i, kernels.MaxSamples)
+		if err := e.fused.Launch(e.main, &p, descDev+cuda.DevicePtr(i*descSize), n, maxH, maxW); err != nil {
+			return err
+		}
 	}
 	timed = timed && e.evEnd.Record(e.main) == nil
 	if err := e.deliver(b, start, end); err != nil {

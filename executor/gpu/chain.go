@@ -13,22 +13,28 @@ import (
 // operators that only move pixels (GPUStage), then at most one that maps
 // their values (GPUValues), all of it after decode done by one kernel.
 type chain struct {
-	dec    ops.DecodeSpec // what decode produces; the CPU workers flatten alpha and convert CMYK
-	srcC   int            // channels of the decoded intermediate: 3, or 4 when alpha is kept
-	stages []stage
-	params kernels.Params
-	image  int // index of the image among the pipeline outputs
-	outC   int // channels of the image output
-	outDT  ops.DType
-	outHW  [2]int // static height and width of the image output
-	side   []sideOut
-	sideN  int   // bytes of a sample's block of side outputs
-	perm   []int // image channel of each output channel
+	in      int            // the image input: what decode reads, or the decoded image
+	decoded bool           // in is a decoded image (layout HWC): no decode node
+	boxes   int            // the boxes input crop_boxes reads; -1 without crop_boxes
+	count   int            // that input's count input; -1 without
+	crops   int            // kernel samples per image: crop_boxes' rows, else 1
+	dec     ops.DecodeSpec // what decode produces; the CPU workers flatten alpha and convert CMYK
+	srcC    int            // channels of the decoded intermediate: 3, or 4 when alpha is kept
+	stages  []stage
+	params  kernels.Params
+	image   int // index of the image among the pipeline outputs
+	outC    int // channels of the image output
+	outDT   ops.DType
+	outHW   [2]int // static height and width of the image output
+	side    []sideOut
+	sideN   int   // bytes of a sample's block of side outputs
+	perm    []int // image channel of each output channel
 }
 
 type stage struct {
 	name string
 	op   ops.GPUStage
+	crop ops.GPUCropper // instead of op: crop_boxes
 	node int
 	side []int // pipeline output index of each port after the image, -1 if not an output
 	at   []int // where that output sits in a sample's block of side outputs
@@ -49,52 +55,71 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 	notGPU := func(format string, a ...any) error {
 		return fmt.Errorf("pipeline %s: %w: %s", prog.Source, ops.ErrNotOnGPU, fmt.Sprintf(format, a...))
 	}
-	// A decoded input would skip the decode stage the GPU path is built
-	// around, and one Triton hands over in device memory should stay there;
-	// neither is built yet, and without a GPU here it could not be tested,
-	// so such a model fails its KIND_GPU load instead of copying silently.
-	for i, in := range prog.Inputs {
-		if prog.Decoded(i) {
-			return nil, notGPU("input %s has layout %q: decoded-image inputs run on KIND_CPU instances only (for now)", in, pipeline.LayoutHWC)
-		}
-		// Box crops have no fused kernel yet; refusing at load beats a
-		// silent host round trip per crop.
-		if prog.Tensor(i) {
-			return nil, notGPU("input %s carries boxes or a box count: crop_boxes runs on KIND_CPU instances only (for now)", in)
+	// One image input, encoded (decode comes first) or decoded (its
+	// pixels are uploaded as they came); boxes and counts beside it.
+	c := &chain{image: -1, in: -1, boxes: -1, count: -1, crops: 1}
+	images := 0
+	for i := range prog.Inputs {
+		if !prog.Tensor(i) {
+			images++
+			c.in = i
 		}
 	}
-	if len(prog.Inputs) != 1 || len(prog.Nodes) == 0 {
-		return nil, notGPU("the GPU executor runs one input through decode and what follows it")
+	if images != 1 || len(prog.Nodes) == 0 {
+		return nil, notGPU("the GPU executor runs one image input through what follows it")
 	}
-	c := &chain{image: -1}
+	first := 1 // the first node after the image: decode's image, or the decoded input
+	if prog.Decoded(c.in) {
+		c.decoded, c.dec, first = true, ops.DecodeSpec{Color: prog.InputSpecs[c.in].Color}, 0
+	}
 	var values *ops.Values
 	var filter ops.Filter
 	for i, nd := range prog.Nodes {
-		if i == 0 {
+		if i < first {
 			d, ok := nd.Op.(ops.GPUDecoder)
-			if !ok || nd.In[0].Node != pipeline.InputRef {
+			if !ok || nd.In[0] != (pipeline.Ref{Node: pipeline.InputRef, Port: c.in}) {
 				return nil, notGPU("the first node must decode the input, not %s", nd.Name)
 			}
 			c.dec = d.GPUDecode()
 			continue
 		}
-		if len(nd.In) != 1 || nd.In[0] != (pipeline.Ref{Node: i - 1, Port: 0}) {
+		prev := pipeline.Ref{Node: i - 1}
+		if i == 0 {
+			prev = pipeline.Ref{Node: pipeline.InputRef, Port: c.in}
+		}
+		cropper, crops := nd.Op.(ops.GPUCropper)
+		if len(nd.In) != 1+b2i(crops) || nd.In[0] != prev {
 			return nil, notGPU("node %s does not read the image of the node before it", nd.Name)
 		}
 		if values != nil {
 			return nil, notGPU("node %s follows %s, which must be last", nd.Name, prog.Nodes[i-1].Name)
 		}
+		if c.boxes >= 0 && !isValues(nd.Op) {
+			return nil, notGPU("node %s follows crop_boxes, which only normalize may follow", nd.Name)
+		}
 		if r, ok := nd.Op.(ops.GPUResampler); ok {
 			filter = r.GPUFilter()
 		}
+		st := stage{name: nd.Name, node: i}
+		for p := 1; p < len(nd.Out); p++ {
+			st.side = append(st.side, -1)
+			st.at = append(st.at, -1)
+			st.size = append(st.size, 0)
+		}
 		switch op := nd.Op.(type) {
-		case ops.GPUStage:
-			st := stage{name: nd.Name, op: op, node: i}
-			for p := 1; p < len(nd.Out); p++ {
-				st.side = append(st.side, -1)
-				st.at = append(st.at, -1)
-				st.size = append(st.size, 0)
+		case ops.GPUCropper:
+			// The boxes are in the decoded image's pixels: the kernel
+			// crops from it directly.
+			if i != first {
+				return nil, notGPU("node %s crops boxes from %s's image; on the GPU it must read the decoded image itself", nd.Name, prog.Nodes[i-1].Name)
 			}
+			st.crop = cropper
+			c.boxes = nd.In[1].Port
+			c.count = prog.CountFor(c.boxes)
+			c.crops = op.MaxCrops()
+			c.stages = append(c.stages, st)
+		case ops.GPUStage:
+			st.op = op
 			c.stages = append(c.stages, st)
 		case ops.GPUValues:
 			v := op.GPUValues()
@@ -133,25 +158,43 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		values = &v
 	}
 	c.outC, c.outDT, c.perm = len(values.Perm), values.DType, values.Perm
+	dims := spec.Dims
+	if c.boxes >= 0 {
+		dims = dims[1:] // one image per crop
+	}
 	if values.CHW {
-		c.outHW = [2]int{spec.Dims[1], spec.Dims[2]}
+		c.outHW = [2]int{dims[1], dims[2]}
 	} else {
-		c.outHW = [2]int{spec.Dims[0], spec.Dims[1]}
+		c.outHW = [2]int{dims[0], dims[1]}
 	}
 	// With a background the colour has no alpha (decode refuses RGBA and
 	// BGRA with it): the CPU workers flatten an image's alpha while
 	// decoding, and the intermediate is RGB like a JPEG's.
 	c.srcC = 3
-	if ch == 4 {
+	kcol := c.dec.Color
+	switch {
+	case c.decoded:
+		// Stored as it came, in its own channel order.
+		c.srcC = ch
+		switch kcol {
+		case ops.BGR:
+			kcol = ops.RGB
+		case ops.BGRA:
+			kcol = ops.RGBA
+		}
+	case ch == 4:
 		c.srcC = 4
 	}
-	c.params = kernelParams(c.dec.Color, *values, filter)
+	c.params = kernelParams(kcol, *values, filter)
 	// Whether the operators compose is a matter of their order, mostly:
 	// try the chain on a small and a large image so that a pipeline the
 	// kernel cannot run fails here rather than on every sample.
 	for _, hw := range [][2]int{{17, 23}, {3000, 4000}} {
 		g := ops.NewGeom(hw[0], hw[1], c.dec.Color, ops.Limits{})
 		for _, st := range c.stages {
+			if st.op == nil {
+				break // crop_boxes: checked above, and it needs boxes
+			}
 			if err := st.op.GPU(nil, &g, nil); err != nil {
 				if errors.Is(err, ops.ErrNotOnGPU) {
 					return nil, fmt.Errorf("pipeline %s: node %s: %w", prog.Source, st.name, err)
@@ -161,6 +204,18 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		}
 	}
 	return c, nil
+}
+
+func isValues(op ops.Op) bool {
+	_, ok := op.(ops.GPUValues)
+	return ok
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func stageOf(st []stage, node int) int {

@@ -37,12 +37,10 @@ func TestChainRefuses(t *testing.T) {
 		  node { op: "decode" } node { op: "pad" arg { name: "size" ints { v: [64, 64] } } arg { name: "fill" floats { v: [1] } } }
 		  node { op: "crop" arg { name: "size" ints { v: [80, 80] } } arg { name: "fill" floats { v: [2] } } }
 		  output { name: "O" }`, "crop fills with [2 2 2] after another operator filled with [1 1 1]"},
-		{`version: 1 input { name: "FRAME" layout: "HWC" color: "RGB" }
-		  node { op: "resize" arg { name: "size" ints { v: [10, 10] } } }
-		  output { name: "O" }`, `input FRAME has layout "HWC": decoded-image inputs run on KIND_CPU instances only (for now)`},
 		{`version: 1 input { name: "I" } input { name: "BOXES" boxes { max: 4 coords: "pixel" } }
-		  node { op: "decode" input: "I" } node { op: "crop_boxes" input: ["decode", "BOXES"] arg { name: "size" ints { v: [10, 10] } } }
-		  output { name: "O" }`, `input BOXES carries boxes or a box count: crop_boxes runs on KIND_CPU instances only (for now)`},
+		  node { op: "decode" input: "I" } node { op: "resize" arg { name: "size" ints { v: [50, 50] } } }
+		  node { op: "crop_boxes" input: ["resize", "BOXES"] arg { name: "size" ints { v: [10, 10] } } }
+		  output { name: "O" }`, `node crop_boxes crops boxes from resize's image; on the GPU it must read the decoded image itself`},
 	} {
 		e, err := New(compile(t, c.text), executor.Options{})
 		if err == nil {

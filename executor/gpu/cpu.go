@@ -124,6 +124,17 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	return w.stream.Synchronize()
 }
 
+// upload copies a decoded-image input's pixels to the sample's place.
+func (w *cpuWorker) upload(smp *sample, base cuda.DevicePtr) error {
+	if w == nil {
+		return errNoContext
+	}
+	if err := cuda.MemcpyHtoDAsync(base+cuda.DevicePtr(smp.off), smp.src, w.stream); err != nil {
+		return err
+	}
+	return w.stream.Synchronize()
+}
+
 // held notes that an image made the worker hold up to n bytes of scratch:
 // the pinned buffer and the decoder's (CMYK samples, at most 4 bytes a
 // pixel), or nvJPEG's decoupled state.

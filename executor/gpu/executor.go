@@ -6,8 +6,10 @@
 // CPU workers (Huffman decoding on the worker's thread, over a megapixel
 // on the GPU, the rest on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
 // whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
-// CPU workers, uploaded. All paths run at once; then one fused kernel
-// launch does every operator after decode for the whole batch, writing
+// CPU workers, uploaded; a decoded-image input is uploaded as it came. All
+// paths run at once; then one fused kernel launch does every operator
+// after decode for the whole batch (crop_boxes as one kernel sample per
+// box), writing
 // each sample's output straight to where it goes (deliver.go: device memory
 // of the next model, another GPU's, or host memory). Results and
 // per-sample errors are those of the CPU executor, within the rounding of
@@ -104,8 +106,9 @@ type Executor struct {
 	mu      sync.Mutex
 	closed  bool
 	samples []sample
-	split   splitter // the engines' share of the JPEGs they take (route.go)
-	hwPx    []int    // runPart's pixels of the engine-decodable samples, kept for the next part
+	crops   []ops.Crop // crop_boxes: the batch's crops, chain.crops per image
+	split   splitter   // the engines' share of the JPEGs they take (route.go)
+	hwPx    []int      // runPart's pixels of the engine-decodable samples, kept for the next part
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.
@@ -134,8 +137,14 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		opt.Limits = ops.DefaultLimits
 	}
 	e = &Executor{prog: prog, chain: ch, opt: opt, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare)}
-	e.steps = append(e.steps, executor.NewStep(e.decNm))
-	if rest := prog.Nodes[1:]; len(rest) > 0 {
+	rest := prog.Nodes[1:]
+	if ch.decoded {
+		// No decode: an image fails at its input, and the kernel is all.
+		e.decNm, rest = prog.Inputs[ch.in], prog.Nodes
+	} else {
+		e.steps = append(e.steps, executor.NewStep(e.decNm))
+	}
+	if len(rest) > 0 {
 		names := make([]string, len(rest))
 		for i, nd := range rest {
 			names[i] = nd.Name
@@ -336,16 +345,27 @@ func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
 // RunInto is executor.Executor's: the kernel writes destinations on this
 // GPU in place, and host ones and other GPUs' through a staging copy. A
 // failed sample's destinations are zeroed.
-func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) (err error) {
+func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
+	return e.RunShaped(in, nil, dst, errs, budgets)
+}
+
+// RunShaped is executor.ShapedRunner's: RunInto with each sample's shape
+// of the boxes and count inputs, checked against the pipeline's.
+func (e *Executor) RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return fmt.Errorf("the GPU executor is closed")
 	}
-	if len(in) != 1 {
-		return fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
+	if len(in) != len(e.prog.Inputs) || dims != nil && len(dims) != len(in) {
+		return fmt.Errorf("got %d inputs (%d shapes), the pipeline has %d", len(in), len(dims), len(e.prog.Inputs))
 	}
-	n := len(in[0])
+	n := len(in[e.chain.in])
+	for i := range in {
+		if len(in[i]) != n || dims != nil && dims[i] != nil && len(dims[i]) != n {
+			return fmt.Errorf("input %s: %d samples, input %s has %d", e.prog.Inputs[i], len(in[i]), e.prog.Inputs[e.chain.in], n)
+		}
+	}
 	if err := executor.CheckCall(e.prog, e.sampleBytes, dst, errs, budgets, n, true); err != nil {
 		return err
 	}
@@ -362,7 +382,7 @@ func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []
 			err = fmt.Errorf("internal error in the GPU executor: %v\n%s", p, debug.Stack())
 		}
 	}()
-	b := e.newBatch(in[0], dst, errs, budgets)
+	b := e.newBatch(in, dims, dst, errs, budgets)
 	if sb := e.chain.sideN; sb > 0 {
 		if err := growPinned(&e.side, n*sb); err != nil {
 			return err
@@ -431,10 +451,10 @@ func (e *Executor) zeroFailed(b *batch) error {
 // (reused by the next call), for benchmarks and tools: the outputs stay
 // where the next model of an ensemble would read them.
 func (e *Executor) RunOnDevice(in [][][]byte) ([]error, error) {
-	if len(in) != 1 {
-		return nil, fmt.Errorf("got %d inputs, the pipeline has 1", len(in))
+	if len(in) != len(e.prog.Inputs) {
+		return nil, fmt.Errorf("got %d inputs, the pipeline has %d", len(in), len(e.prog.Inputs))
 	}
-	n := len(in[0])
+	n := len(in[e.chain.in])
 	if err := e.growDeviceOut(n); err != nil {
 		return nil, err
 	}

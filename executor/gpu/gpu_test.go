@@ -299,19 +299,7 @@ const (
 // and fails here. It runs on every GPU of the host.
 func TestGPUMatchesCPU(t *testing.T) {
 	devs := gputest.Devices(t)
-	tc := testCorpus{files: corpusFiles(t)}
-	tc.routes = make([]route, len(tc.files))
-	for i, f := range tc.files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.imgs = append(tc.imgs, b)
-		tc.routes[i] = routeOf(b)
-		if filepath.Base(filepath.Dir(f)) == "broken" {
-			tc.broken++
-		}
-	}
+	tc := loadCorpus(t)
 	hw := hardwareDecoder(t)
 	for _, dev := range devs {
 		// The engines taking all they can, none (decoupled only), and
@@ -323,7 +311,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("gpu%d/%s/hw%g", dev, c.name, share), func(t *testing.T) {
-					matchCPU(t, c, dev, share, hw, &tc)
+					matchCPU(t, c, dev, share, hw, tc)
 				})
 			}
 		}
@@ -337,6 +325,24 @@ type testCorpus struct {
 	imgs   [][]byte
 	routes []route
 	broken int
+}
+
+// loadCorpus reads the corpus's files and routes them.
+func loadCorpus(t *testing.T) *testCorpus {
+	tc := &testCorpus{files: corpusFiles(t)}
+	tc.routes = make([]route, len(tc.files))
+	for i, f := range tc.files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.imgs = append(tc.imgs, b)
+		tc.routes[i] = routeOf(b)
+		if filepath.Base(filepath.Dir(f)) == "broken" {
+			tc.broken++
+		}
+	}
+	return tc
 }
 
 // matchCPU is one case of TestGPUMatchesCPU, on GPU dev.

@@ -38,11 +38,18 @@ const (
 	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
 	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
 	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
+	PathInput                  // a decoded-image input, uploaded as it came
 	numPaths
 )
 
 func (p Path) String() string {
-	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman"}[p]
+	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input"}[p]
+}
+
+// hasPlanes reports whether the sample's path decodes through nvJPEG's
+// YCbCr planes, which need arena space of their own.
+func (smp *sample) hasPlanes() bool {
+	return smp.path != PathCPU && smp.path != PathInput
 }
 
 // planeBytes is the arena space of nvJPEG's YCbCr planes of the sample, in
