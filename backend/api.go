@@ -15,6 +15,20 @@ type Input struct {
 	DataType string
 	Shape    []int64
 	Data     []byte
+	// Dev, when not 0, is where the bytes are instead of Data: DevBytes
+	// of device memory of GPU Device (an input given by InputOn).
+	Dev      uintptr
+	DevBytes int
+	Device   int
+}
+
+// DeviceRequest is a Request that can hand over an input where Triton
+// holds it, GPU memory included: a KIND_GPU instance reads the decoded
+// images an upstream model left on a GPU in place. InputOn prefers
+// device's memory; Triton has the last word (host memory when the input is
+// there, or in several buffers).
+type DeviceRequest interface {
+	InputOn(name string, device int) (Input, error)
 }
 
 // Request is one inference request of an Execute call.

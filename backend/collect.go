@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -71,16 +72,29 @@ type collector struct {
 	dims [][][]int
 	flat [][]int // per decoded input, the ints dims[i] slices, reused
 	n    int     // samples gathered so far
+	// device is the GPU whose memory decoded inputs are asked in (a
+	// KIND_GPU instance whose executor reads them there), -1: host memory.
+	// dev[i][s] is where sample s of decoded input i lies in device
+	// memory (zero: in batch[i][s]); onDev counts such samples in the batch.
+	device int
+	dev    [][]executor.DevSpan
+	onDev  int
 }
 
-func newCollector(inputs []collectInput, maxBatch int64) *collector {
-	c := &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs))}
+func newCollector(inputs []collectInput, maxBatch int64, device int) *collector {
+	c := &collector{inputs: inputs, maxBatch: maxBatch, batch: make([][][]byte, len(inputs)), device: device}
 	for i, in := range inputs {
 		if in.form == decodedForm {
 			if c.dims == nil {
 				c.dims, c.flat = make([][][]int, len(inputs)), make([][]int, len(inputs))
 			}
 			c.dims[i] = [][]int{}
+			if device >= 0 {
+				if c.dev == nil {
+					c.dev = make([][]executor.DevSpan, len(inputs))
+				}
+				c.dev[i] = []executor.DevSpan{}
+			}
 		}
 	}
 	return c
@@ -113,7 +127,13 @@ func (c *collector) add(req Request) (start, n int, err error) {
 	n = -1
 	for i := range c.inputs {
 		in := &c.inputs[i]
-		x, err := req.Input(in.name)
+		var x Input
+		var err error
+		if dr, ok := req.(DeviceRequest); ok && in.form == decodedForm && c.device >= 0 {
+			x, err = dr.InputOn(in.name, c.device)
+		} else {
+			x, err = req.Input(in.name)
+		}
 		if err != nil {
 			c.truncate(start)
 			return start, 0, invalidf("input %s: %v", in.name, err)
@@ -198,12 +218,27 @@ func (c *collector) appendDecoded(i int, x Input) (int, error) {
 	// Divided rather than multiplied: four client numbers multiplied can
 	// overflow into a match.
 	n := int64(len(x.Data))
+	if x.Dev != 0 {
+		if c.dev == nil || c.dev[i] == nil {
+			return 0, &Error{Code: CodeInternal, Msg: fmt.Sprintf("input %s: given in GPU memory, which this instance does not read", in.name)}
+		}
+		n = int64(x.DevBytes)
+	}
 	if b > 0 && (n%b != 0 || n/b%got != 0 || n/b/got%w != 0 || n/b/got/w != h) || b == 0 && n != 0 {
 		return 0, invalidf("input %s: shape %v does not match its %d bytes of data (UINT8 [batch, height, width, channels])", in.name, x.Shape, n)
 	}
 	size := int(h * w * got)
 	for k := range int(b) {
-		c.batch[i] = append(c.batch[i], x.Data[k*size:(k+1)*size:(k+1)*size])
+		if x.Dev != 0 {
+			c.batch[i] = append(c.batch[i], nil)
+			c.dev[i] = append(c.dev[i], executor.DevSpan{Ptr: x.Dev + uintptr(k*size), Len: size, Device: x.Device})
+			c.onDev++
+		} else {
+			c.batch[i] = append(c.batch[i], x.Data[k*size:(k+1)*size:(k+1)*size])
+			if c.dev != nil {
+				c.dev[i] = append(c.dev[i], executor.DevSpan{})
+			}
+		}
 		// A slice that outgrows flat's array keeps pointing at the old
 		// one, which stays valid: the earlier samples' shapes are intact.
 		at := len(c.flat[i])
@@ -312,6 +347,16 @@ func (c *collector) truncate(start int) {
 			clear(c.dims[i][start:])
 			c.dims[i] = c.dims[i][:start]
 			c.flat[i] = c.flat[i][:3*start]
+		}
+	}
+	for i := range c.dev {
+		if c.dev[i] != nil {
+			for _, d := range c.dev[i][start:] {
+				if d.Ptr != 0 {
+					c.onDev--
+				}
+			}
+			c.dev[i] = c.dev[i][:start]
 		}
 	}
 }

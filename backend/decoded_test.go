@@ -1,10 +1,14 @@
 package backend
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/testimg"
+	"github.com/sluice-dev/sluice/pipeline"
 )
 
 const imagenetDecodedPipeline = "../model_repository/preprocess_imagenet_decoded/1/pipeline.pbtxt"
@@ -126,4 +130,65 @@ func TestDecodedConfig(t *testing.T) {
 	cfg := editConfig(t, decodedConfig, func(m map[string]any) { delete(m, "input") })
 	_, err = load(t, decodedDir(t), cfg, false)
 	wantError(t, err, CodeInvalidArg, `pipeline input "FRAME" has no config input: add input { name: "FRAME" data_type: TYPE_UINT8 dims: [-1, -1, 3] allow_ragged_batch: true }`)
+}
+
+// deviceRequest hands its decoded input over in GPU memory, as Triton does
+// for an upstream model's GPU output: the span's address is not memory
+// here, only what the collector passes on.
+type deviceRequest struct {
+	fakeRequest
+	asked []int // the devices InputOn was asked for
+}
+
+func (r *deviceRequest) InputOn(name string, device int) (Input, error) {
+	r.asked = append(r.asked, device)
+	x, err := r.Input(name)
+	x.Dev, x.DevBytes, x.Device, x.Data = 0x7000_0000, len(x.Data), device, nil
+	return x, err
+}
+
+// TestCollectDevice: for an instance whose executor reads device memory,
+// decoded inputs are asked for on its GPU and, given there, become one
+// span per image (their shapes checked against the span's bytes as against
+// host bytes); host inputs of the same batch keep empty spans; a request
+// taken back out takes its spans too; without such an executor (device
+// -1) InputOn is never called.
+func TestCollectDevice(t *testing.T) {
+	prog, err := pipeline.CompileText(readFileT(t, imagenetDecodedPipeline), "decoded.pbtxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := newCollectInputs([]TensorConfig{{Name: "FRAME", DataType: "TYPE_UINT8"}}, prog)
+	px := make([]byte, 2*4*5*3)
+	dev := &deviceRequest{fakeRequest: fakeRequest{inputs: map[string]Input{"FRAME": hwcInput(4, 5, 3, px[:60], px[60:])}}}
+	host := &fakeRequest{inputs: map[string]Input{"FRAME": hwcInput(4, 5, 3, px[:60])}}
+	bad := &deviceRequest{fakeRequest: fakeRequest{inputs: map[string]Input{"FRAME": hwcInput(4, 6, 3, px[:60])}}}
+	bad.inputs["FRAME"] = Input{DataType: "UINT8", Shape: []int64{1, 4, 6, 3}, Data: px[:60]}
+
+	c := newCollector(ins, 8, 1)
+	if _, n, err := c.add(dev); err != nil || n != 2 {
+		t.Fatalf("device request: %d images, %v", n, err)
+	}
+	if _, _, err := c.add(host); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.add(bad); err == nil || !strings.Contains(err.Error(), "does not match its 60 bytes") {
+		t.Errorf("a shape over the span's bytes: %v", err)
+	}
+	want := []executor.DevSpan{{Ptr: 0x7000_0000, Len: 60, Device: 1}, {Ptr: 0x7000_0000 + 60, Len: 60, Device: 1}, {}}
+	if !slices.Equal(c.dev[0], want) || c.onDev != 2 || c.batch[0][0] != nil || len(c.batch[0][2]) != 60 {
+		t.Errorf("spans %v (%d on the device), host bytes %d", c.dev[0], c.onDev, len(c.batch[0][2]))
+	}
+	if !slices.Equal(dev.asked, []int{1}) {
+		t.Errorf("InputOn asked for devices %v, want [1]", dev.asked)
+	}
+	c.reset()
+	if len(c.dev[0]) != 0 || c.onDev != 0 {
+		t.Errorf("after reset: spans %v, %d on the device", c.dev[0], c.onDev)
+	}
+
+	c = newCollector(ins, 8, -1)
+	if _, _, err := c.add(dev); err != nil || c.dev != nil || len(dev.asked) != 1 {
+		t.Errorf("host-memory instance: %v, spans %v, InputOn asked %d times", err, c.dev, len(dev.asked))
+	}
 }

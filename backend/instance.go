@@ -99,7 +99,7 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		log:    m.log.With(zap.String("instance", name)),
 		blame:  newBlame(prog, exec.Steps()),
 		exec:   exec,
-		col:    newCollector(newCollectInputs(m.Inputs, prog), m.MaxBatchSize),
+		col:    newCollector(newCollectInputs(m.Inputs, prog), m.MaxBatchSize, inputDevice(exec, outDevice)),
 	}
 	outs := make([]respondOutput, len(m.Pipeline.Outputs))
 	for i, o := range m.Pipeline.Outputs {
@@ -224,7 +224,10 @@ func (inst *Instance) run(n int, resps []Response) bool {
 	inst.sample = zeroed(inst.sample, n)
 	err := inst.placeAll(n, resps)
 	if err == nil {
-		if inst.col.dims != nil {
+		if inst.col.onDev > 0 {
+			// Only an executor that reads device memory has them (inputDevice).
+			err = inst.exec.(executor.DeviceRunner).RunDevice(inst.col.batch, inst.col.dev, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+		} else if inst.col.dims != nil {
 			// NewInstance checked that the executor takes them.
 			err = inst.exec.(executor.ShapedRunner).RunShaped(inst.col.batch, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n))
 		} else {
@@ -392,4 +395,14 @@ func zeroed[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
+}
+
+// inputDevice is the GPU whose memory a KIND_GPU instance on device takes
+// decoded-image inputs in, when its executor reads them there; -1 (host
+// memory) otherwise.
+func inputDevice(exec executor.Executor, device int) int {
+	if _, ok := exec.(executor.DeviceRunner); ok && device >= 0 {
+		return device
+	}
+	return -1
 }

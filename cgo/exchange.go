@@ -26,10 +26,52 @@ type exchange struct {
 // input is one buffer (the usual case) and a copy in the instance's arena
 // when it is several; either way it is valid until Execute returns.
 func (x *exchange) Input(name string) (backend.Input, error) {
+	in, meta, size, chunks, err := x.input(name)
+	if err != nil {
+		return backend.Input{}, err
+	}
+	meta.Data, err = x.inputData(in, name, size, chunks)
+	return meta, err
+}
+
+// InputOn returns a request input where Triton holds it: in GPU memory
+// when it is there in one buffer (asked for on device; Triton hands over
+// the buffer as it lies, on whichever device), else as Input gives it.
+func (x *exchange) InputOn(name string, device int) (backend.Input, error) {
+	in, meta, size, chunks, err := x.input(name)
+	if err != nil || chunks != 1 {
+		if err == nil {
+			meta.Data, err = x.inputData(in, name, size, chunks)
+		}
+		return meta, err
+	}
+	var (
+		p     unsafe.Pointer
+		n     C.uint64_t
+		mem   = C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_GPU)
+		memID = C.int64_t(device)
+	)
+	if e := C.TRITONBACKEND_InputBuffer(in, 0, &p, &n, &mem, &memID); e != nil {
+		return backend.Input{}, goError("input "+name, e)
+	}
+	if uint64(n) > math.MaxInt {
+		return backend.Input{}, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, uint64(n))}
+	}
+	if mem == C.TRITONSERVER_MEMORY_GPU {
+		meta.Dev, meta.DevBytes, meta.Device = uintptr(p), int(n), int(memID)
+		return meta, nil
+	}
+	meta.Data = unsafe.Slice((*byte)(p), int(n))
+	return meta, nil
+}
+
+// input looks up a request input: the handle, its data type and shape,
+// its byte size and how many buffers hold it.
+func (x *exchange) input(name string) (*C.TRITONBACKEND_Input, backend.Input, uint64, uint32, error) {
 	var in *C.TRITONBACKEND_Input
 	// Error text is only built on failure: this runs for every request.
 	if e := C.TRITONBACKEND_RequestInput(x.req, x.st.names.get(name), &in); e != nil {
-		return backend.Input{}, goError("input "+name, e)
+		return nil, backend.Input{}, 0, 0, goError("input "+name, e)
 	}
 	var (
 		dt     C.TRITONSERVER_DataType
@@ -39,18 +81,13 @@ func (x *exchange) Input(name string) (backend.Input, error) {
 		chunks C.uint32_t
 	)
 	if e := C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &chunks); e != nil {
-		return backend.Input{}, goError("input "+name, e)
+		return nil, backend.Input{}, 0, 0, goError("input "+name, e)
 	}
-	data, err := x.inputData(in, name, uint64(size), uint32(chunks))
-	if err != nil {
-		return backend.Input{}, err
-	}
-	return backend.Input{
+	return in, backend.Input{
 		DataType: dataTypeName(dt),
 		// A copy: backend may keep a shape longer than the request lives.
 		Shape: append([]int64(nil), unsafe.Slice((*int64)(unsafe.Pointer(shape)), int(dims))...),
-		Data:  data,
-	}, nil
+	}, uint64(size), uint32(chunks), nil
 }
 
 // inputData returns an input's bytes, without copying when Triton holds
@@ -89,8 +126,8 @@ func (x *exchange) inputData(in *C.TRITONBACKEND_Input, name string, size uint64
 
 // inputBuffer returns one of an input's buffers over Triton's memory. It
 // must be host memory: an input placed on a GPU by an upstream model is
-// refused rather than copied, as Sluice's inputs are encoded images that
-// arrive from clients in host memory.
+// refused rather than copied (only a KIND_GPU instance's decoded images
+// are read there, through InputOn).
 func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, error) {
 	var (
 		p     unsafe.Pointer
@@ -103,7 +140,7 @@ func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, erro
 	}
 	if mem == C.TRITONSERVER_MEMORY_GPU {
 		return nil, &backend.Error{Code: backend.CodeUnsupported,
-			Msg: fmt.Sprintf("input %s is in GPU memory (device %d); sluice reads its inputs from host memory", name, int64(memID))}
+			Msg: fmt.Sprintf("input %s is in GPU memory (device %d); sluice reads its inputs from host memory (a KIND_GPU instance reads decoded-image inputs in place)", name, int64(memID))}
 	}
 	if uint64(n) > math.MaxInt {
 		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, uint64(n))}

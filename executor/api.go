@@ -55,6 +55,25 @@ type ShapedRunner interface {
 	RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error
 }
 
+// DeviceRunner is a ShapedRunner that also reads decoded-image samples
+// where an upstream model left them, in GPU memory: RunDevice is
+// RunShaped where dev[i][s], when its Ptr is not 0, holds sample s of
+// decoded input i instead of in[i][s] (nil then). dev, and each dev[i],
+// may be nil. The GPU executor is one: it reads a sample on its own GPU in
+// place and copies one on another GPU.
+type DeviceRunner interface {
+	ShapedRunner
+	RunDevice(in [][][]byte, dev [][]DevSpan, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error
+}
+
+// DevSpan is one sample's bytes in device memory: Len bytes at Ptr on GPU
+// Device.
+type DevSpan struct {
+	Ptr    uintptr
+	Len    int
+	Device int
+}
+
 // Dest is where one sample of one output goes: host memory (Host), or,
 // when Dev is not 0, device memory at address Dev on GPU Device. A GPU
 // executor writes its own GPU's memory in place and another GPU's through

@@ -336,7 +336,7 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 // decodedInput makes t, holding a decoded-image sample's bytes, the image
 // of shape dims that spec declares (CheckDecoded).
 func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budget *ops.Budget) error {
-	if err := CheckDecoded(spec, t.Data, dims, lim, budget); err != nil {
+	if err := CheckDecoded(spec, len(t.Data), dims, lim, budget); err != nil {
 		return err
 	}
 	t.DType, t.Color, t.Full = ops.Uint8, spec.Color, [2]int{}
@@ -344,11 +344,11 @@ func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budg
 	return nil
 }
 
-// CheckDecoded refuses a decoded-image sample whose shape dims is not
-// [H, W, C] with spec's C, does not match its bytes, or is over the pixel
-// limit or budget (drawn on), as decode refuses an encoded image over
-// them.
-func CheckDecoded(spec ops.Spec, data []byte, dims []int, lim ops.Limits, budget *ops.Budget) error {
+// CheckDecoded refuses a decoded-image sample of n bytes whose shape dims
+// is not [H, W, C] with spec's C, does not match its bytes, or is over
+// the pixel limit or budget (drawn on), as decode refuses an encoded image
+// over them.
+func CheckDecoded(spec ops.Spec, n int, dims []int, lim ops.Limits, budget *ops.Budget) error {
 	c := spec.Dims[2]
 	if len(dims) != 3 {
 		return ops.Errorf(ops.BadInput, "shape %v is not [height, width, channels]", dims)
@@ -361,8 +361,8 @@ func CheckDecoded(spec ops.Spec, data []byte, dims []int, lim ops.Limits, budget
 		return ops.Errorf(ops.BadInput, "shape %v is an empty image", dims)
 	}
 	// Divided, not multiplied: the dims come from the client.
-	if len(data)%c != 0 || len(data)/c/w != h || (len(data)/c)%w != 0 {
-		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, len(data))
+	if n%c != 0 || n/c/w != h || (n/c)%w != 0 {
+		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, n)
 	}
 	if px := h * w; lim.MaxPixels > 0 && px > lim.MaxPixels {
 		return ops.Errorf(ops.TooLarge, "image is %dx%d (%d pixels), over the limit of %d (max_image_pixels)", w, h, px, lim.MaxPixels)

@@ -16,7 +16,9 @@
 #       /tmp/gt (GT_TMP), writes a model repository (preprocess_gpu, preprocess_cpu,
 #       consumer_gpu, consumer_cpu, ensemble_gpu, ensemble_cpu, and preprocess_* and
 #       ensemble_* with a TYPE_STRING input, named *_bytes; from the shipped
-#       model_repository/preprocess_imagenet and the templates in tests/gpu_triton/models),
+#       model_repository/preprocess_imagenet and the templates in tests/gpu_triton/models;
+#       crops_* and decoded_* from model_repository/preprocess_crops and
+#       preprocess_imagenet_decoded, frames_gpu and ensemble_frames from the templates),
 #       starts tritonserver (ports GT_PORT, +1, +2: 18000), runs the checks (python3 -m
 #       pytest tests/gpu_triton; python3 needs pytest), then with GT_PERF=1 the
 #       perf_analyzer sweep, and stops the server. Results: $OUT/gpu_triton.json,
@@ -234,7 +236,23 @@ write_models() {
 		mkdir -p "$m/$name/1" && cp "$MODELS/consumer/1/model.py" "$m/$name/1/" || return 1
 		fill "$MODELS/consumer/config.pbtxt" NAME="$name" MAX_BATCH="$mb" \
 			INSTANCE_GROUP="$(group $kind "${GT_CONSUMERS:-1}")" >"$m/$name/config.pbtxt" || return 1
+
+		# Two-stage models (test_two_stage.py): box crops, and decoded images.
+		local src
+		for src in preprocess_crops:crops preprocess_imagenet_decoded:decoded; do
+			name=${src#*:}_$k
+			mkdir -p "$m/$name/1" && cp "$ROOT/model_repository/${src%%:*}/1/model.sluice" "$m/$name/1/" || return 1
+			sed -e "s/^name: .*/name: \"$name\"/" -e "s/^instance_group.*/instance_group [ $(group $kind 1) ]/" \
+				"$ROOT/model_repository/${src%%:*}/config.pbtxt" >"$m/$name/config.pbtxt" || return 1
+			grep -q "kind: KIND_$kind" "$m/$name/config.pbtxt" || { echo "could not set KIND_$kind in $name" >&2; return 1; }
+		done
 	done
+	# An upstream model that leaves decoded images in GPU memory, and the
+	# ensemble that feeds them to decoded_gpu.
+	mkdir -p "$m/frames_gpu/1" "$m/ensemble_frames/1" && cp "$MODELS/frames/1/model.py" "$m/frames_gpu/1/" || return 1
+	fill "$MODELS/frames/config.pbtxt" NAME=frames_gpu INSTANCE_GROUP="$(group GPU 1)" >"$m/frames_gpu/config.pbtxt" || return 1
+	fill "$MODELS/ensemble_frames/config.pbtxt" NAME=ensemble_frames FRAMES=frames_gpu DECODED=decoded_gpu \
+		>"$m/ensemble_frames/config.pbtxt" || return 1
 }
 
 run() {

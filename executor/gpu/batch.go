@@ -18,13 +18,14 @@ import (
 type batch struct {
 	in      [][]byte // the encoded images
 	all     [][][]byte
-	dims    [][][]int // nil, or per input: nil, or each sample's shape
+	dev     [][]executor.DevSpan // nil, or per input: nil, or where each sample lies in device memory
+	dims    [][][]int            // nil, or per input: nil, or each sample's shape
 	dst     [][]Dest
 	errs    []error
 	budgets []*ops.Budget // nil, or one per sample
 }
 
-func (e *Executor) newBatch(all [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) *batch {
+func (e *Executor) newBatch(all [][][]byte, dev [][]executor.DevSpan, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) *batch {
 	in := all[e.chain.in]
 	if cap(e.samples) < len(in) {
 		e.samples = make([]sample, len(in))
@@ -33,7 +34,7 @@ func (e *Executor) newBatch(all [][][]byte, dims [][][]int, dst [][]Dest, errs [
 	if m := e.chain.crops; e.chain.boxes >= 0 && cap(e.crops) < len(in)*m {
 		e.crops = make([]ops.Crop, len(in)*m)
 	}
-	return &batch{in: in, all: all, dims: dims, dst: dst, errs: errs, budgets: budgets}
+	return &batch{in: in, all: all, dev: dev, dims: dims, dst: dst, errs: errs, budgets: budgets}
 }
 
 // shape is sample s's shape of input i, as the request gave it; nil when
@@ -140,16 +141,25 @@ func (e *Executor) parse(b *batch) {
 }
 
 // input takes sample s of a decoded-image input: its shape checked as the
-// CPU executor checks it, uploaded as it came (PathInput).
+// CPU executor checks it; read in place when it lies in this GPU's memory
+// (PathDevice), else copied as it came (PathInput).
 func (e *Executor) input(b *batch, smp *sample, s int, budget *ops.Budget) error {
 	i := e.chain.in
 	dims := b.shape(i, s)
-	if err := executor.CheckDecoded(e.prog.InputSpecs[i], smp.src, dims, e.opt.Limits, budget); err != nil {
+	n := len(smp.src)
+	if b.dev != nil && b.dev[i] != nil && b.dev[i][s].Ptr != 0 {
+		smp.dev, smp.src = b.dev[i][s], nil
+		n = smp.dev.Len
+	}
+	if err := executor.CheckDecoded(e.prog.InputSpecs[i], n, dims, e.opt.Limits, budget); err != nil {
 		return err
 	}
 	smp.h, smp.w, smp.c = dims[0], dims[1], dims[2]
 	smp.hdr = codec.Header{Height: smp.h, Width: smp.w}
 	smp.path = PathInput
+	if smp.dev.Ptr != 0 && smp.dev.Device == e.opt.Device {
+		smp.path = PathDevice
+	}
 	return nil
 }
 
@@ -178,7 +188,10 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 		if smp.failed {
 			continue
 		}
-		need := alignUp(smp.h * smp.w * smp.c)
+		need := 0
+		if smp.inArena() {
+			need = alignUp(smp.h * smp.w * smp.c)
+		}
 		if smp.hasPlanes() {
 			need += smp.planeBytes()
 		}
@@ -194,7 +207,9 @@ func (e *Executor) layout(b *batch, start int) (int, error) {
 			continue
 		}
 		smp.off = off
-		off += alignUp(smp.h * smp.w * smp.c)
+		if smp.inArena() {
+			off += alignUp(smp.h * smp.w * smp.c)
+		}
 		if smp.hasPlanes() {
 			smp.planes = off
 			off += smp.planeBytes()
@@ -236,7 +251,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	for s := start; s < end; s++ {
 		smp := &e.samples[s]
 		switch {
-		case smp.failed:
+		case smp.failed, smp.path == PathDevice: // nothing to decode or copy
 		case smp.hw && e.hw != nil: // split below between the engines and its route
 			hwList = append(hwList, s)
 		case smp.path == PathCPU, smp.path == PathCPUHuffman, smp.path == PathInput:
@@ -423,8 +438,12 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 		if e.chain.dec.Orient && smp.hdr.Orientation > 0 {
 			orient = smp.hdr.Orientation
 		}
+		src := uint64(base) + uint64(smp.off)
+		if !smp.inArena() {
+			src = uint64(smp.dev.Ptr)
+		}
 		one := kernels.Sample{
-			Src: uint64(base) + uint64(smp.off), Dst: uint64(dst),
+			Src: src, Dst: uint64(dst),
 			SrcH: int32(smp.h), SrcW: int32(smp.w), SrcPitch: int32(smp.w * smp.c), SrcC: int32(smp.c),
 			Orient: int32(orient),
 			WinY:   int32(g.Win[0]), WinX: int32(g.Win[1]), WinH: int32(g.Win[2]), WinW: int32(g.Win[3]),

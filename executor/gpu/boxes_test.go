@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/kernels"
+	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -319,5 +321,89 @@ func TestGPUDecodedInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGPUDeviceInput: decoded images already in this GPU's memory (as an
+// upstream model leaves them) are read in place: the outputs equal those
+// of the same images from host memory byte for byte, they count as path
+// "device", not "input", and a shape that does not match the span's bytes
+// fails naming the input.
+func TestGPUDeviceInput(t *testing.T) {
+	ctx := gputest.Context(t)
+	text := `version: 1 input { name: "FRAME" layout: "HWC" color: "RGB" }
+		node { op: "resize" arg { name: "shorter" int: 64 } }
+		node { op: "crop" arg { name: "size" ints { v: [56, 56] } } }
+		node { op: "normalize" arg { name: "scale" float: 0.00392156862745098 } }
+		output { name: "OUT" }`
+	g, err := New(compile(t, text), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var imgs [][]byte
+	var dims [][]int
+	for i, hw := range [][2]int{{97, 131}, {480, 640}, {31, 23}} {
+		r := rand.New(rand.NewPCG(uint64(i), 5))
+		px := make([]byte, hw[0]*hw[1]*3)
+		for j := range px {
+			px[j] = byte(j%251 + r.IntN(5))
+		}
+		imgs, dims = append(imgs, px), append(dims, []int{hw[0], hw[1], 3})
+	}
+	dims = append(dims, []int{97, 131, 3}) // a fourth sample: its span is a byte short
+	host := executor.NewResult(g.prog)
+	if err := executor.RunShaped(g, [][][]byte{append(slices.Clone(imgs), imgs[0][1:])}, [][][]int{dims}, host); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := ctx.SetCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	spans := make([]executor.DevSpan, len(dims))
+	for s, px := range imgs {
+		d, err := cuda.MemAlloc(len(px))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cuda.MemFree(d)
+		if err := cuda.MemcpyHtoDAsync(d, px, 0); err != nil {
+			t.Fatal(err)
+		}
+		spans[s] = executor.DevSpan{Ptr: uintptr(d), Len: len(px), Device: g.Device()}
+	}
+	if err := cuda.Stream(0).Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	spans[3] = spans[0]
+	spans[3].Len--
+	var st0, st1 executor.Stats
+	g.Stats(&st0)
+	sz := g.SampleBytes(0)
+	out := make([]byte, len(dims)*sz)
+	dst := [][]Dest{make([]Dest, len(dims))}
+	for s := range dims {
+		dst[0][s] = Dest{Host: out[s*sz : (s+1)*sz]}
+	}
+	errs := make([]error, len(dims))
+	if err := g.RunDevice([][][]byte{make([][]byte, len(dims))}, [][]executor.DevSpan{spans}, [][][]int{dims}, dst, errs, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.Stats(&st1)
+	for s := range dims {
+		if (errs[s] == nil) != (host.Errs[s] == nil) || errs[s] != nil && errs[s].Error() != host.Errs[s].Error() {
+			t.Errorf("sample %d: from device memory %v, from host memory %v", s, errs[s], host.Errs[s])
+		}
+	}
+	if errs[3] == nil || !strings.Contains(errs[3].Error(), "FRAME") || !strings.Contains(errs[3].Error(), "does not match the 38120 bytes") {
+		t.Errorf("a short span: %v", errs[3])
+	}
+	if !slices.Equal(out[:3*sz], host.Outputs[0].Data[:3*sz]) {
+		t.Error("outputs from device memory differ from those from host memory")
+	}
+	count := func(st executor.Stats, p Path) int64 { return st.Decoded[p].N }
+	if d, in := count(st1, PathDevice)-count(st0, PathDevice), count(st1, PathInput)-count(st0, PathInput); d != 3 || in != 0 {
+		t.Errorf("read in place %d, copied %d; want 3 and 0", d, in)
 	}
 }

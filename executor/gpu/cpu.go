@@ -124,12 +124,20 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	return w.stream.Synchronize()
 }
 
-// upload copies a decoded-image input's pixels to the sample's place.
+// upload copies a decoded-image input's pixels to the sample's place,
+// from host memory or another GPU's.
 func (w *cpuWorker) upload(smp *sample, base cuda.DevicePtr) error {
 	if w == nil {
 		return errNoContext
 	}
-	if err := cuda.MemcpyHtoDAsync(base+cuda.DevicePtr(smp.off), smp.src, w.stream); err != nil {
+	dst := base + cuda.DevicePtr(smp.off)
+	var err error
+	if smp.dev.Ptr != 0 {
+		err = cuda.MemcpyPeerAsync(dst, cuda.DevicePtr(smp.dev.Ptr), smp.dev.Len, w.stream)
+	} else {
+		err = cuda.MemcpyHtoDAsync(dst, smp.src, w.stream)
+	}
+	if err != nil {
 		return err
 	}
 	return w.stream.Synchronize()

@@ -346,23 +346,30 @@ func (e *Executor) Run(in [][][]byte) (*executor.Result, error) {
 // GPU in place, and host ones and other GPUs' through a staging copy. A
 // failed sample's destinations are zeroed.
 func (e *Executor) RunInto(in [][][]byte, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
-	return e.RunShaped(in, nil, dst, errs, budgets)
+	return e.RunDevice(in, nil, nil, dst, errs, budgets)
 }
 
 // RunShaped is executor.ShapedRunner's: RunInto with each sample's shape
-// of the boxes and count inputs, checked against the pipeline's.
-func (e *Executor) RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) (err error) {
+// of the decoded-image, boxes and count inputs, checked against the
+// pipeline's.
+func (e *Executor) RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) error {
+	return e.RunDevice(in, nil, dims, dst, errs, budgets)
+}
+
+// RunDevice is executor.DeviceRunner's: RunShaped with decoded images in
+// device memory, read in place on this GPU.
+func (e *Executor) RunDevice(in [][][]byte, dev [][]executor.DevSpan, dims [][][]int, dst [][]Dest, errs []error, budgets []*ops.Budget) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return fmt.Errorf("the GPU executor is closed")
 	}
-	if len(in) != len(e.prog.Inputs) || dims != nil && len(dims) != len(in) {
-		return fmt.Errorf("got %d inputs (%d shapes), the pipeline has %d", len(in), len(dims), len(e.prog.Inputs))
+	if len(in) != len(e.prog.Inputs) || dims != nil && len(dims) != len(in) || dev != nil && len(dev) != len(in) {
+		return fmt.Errorf("got %d inputs (%d shapes, %d in device memory), the pipeline has %d", len(in), len(dims), len(dev), len(e.prog.Inputs))
 	}
 	n := len(in[e.chain.in])
 	for i := range in {
-		if len(in[i]) != n || dims != nil && dims[i] != nil && len(dims[i]) != n {
+		if len(in[i]) != n || dims != nil && dims[i] != nil && len(dims[i]) != n || dev != nil && dev[i] != nil && len(dev[i]) != n {
 			return fmt.Errorf("input %s: %d samples, input %s has %d", e.prog.Inputs[i], len(in[i]), e.prog.Inputs[e.chain.in], n)
 		}
 	}
@@ -382,7 +389,7 @@ func (e *Executor) RunShaped(in [][][]byte, dims [][][]int, dst [][]Dest, errs [
 			err = fmt.Errorf("internal error in the GPU executor: %v\n%s", p, debug.Stack())
 		}
 	}()
-	b := e.newBatch(in, dims, dst, errs, budgets)
+	b := e.newBatch(in, dev, dims, dst, errs, budgets)
 	if sb := e.chain.sideN; sb > 0 {
 		if err := growPinned(&e.side, n*sb); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 	"github.com/sluice-dev/sluice/ops"
@@ -16,6 +17,7 @@ import (
 // sample is one image's way through a batch.
 type sample struct {
 	src    []byte
+	dev    executor.DevSpan // a decoded-image input in device memory instead of src
 	hdr    codec.Header
 	path   Path
 	failed bool
@@ -38,19 +40,24 @@ const (
 	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
 	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
 	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
-	PathInput                  // a decoded-image input, uploaded as it came
+	PathInput                  // a decoded-image input, copied here as it came (from the host or another GPU)
+	PathDevice                 // a decoded-image input in this GPU's memory, read where it lies
 	numPaths
 )
 
 func (p Path) String() string {
-	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input"}[p]
+	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input", "device"}[p]
 }
 
 // hasPlanes reports whether the sample's path decodes through nvJPEG's
 // YCbCr planes, which need arena space of their own.
 func (smp *sample) hasPlanes() bool {
-	return smp.path != PathCPU && smp.path != PathInput
+	return smp.path != PathCPU && smp.path != PathInput && smp.path != PathDevice
 }
+
+// inArena reports whether the sample's decoded image is in the arena
+// (everything but an input read in place).
+func (smp *sample) inArena() bool { return smp.path != PathDevice }
 
 // planeBytes is the arena space of nvJPEG's YCbCr planes of the sample, in
 // the order lane.decode lays them out.

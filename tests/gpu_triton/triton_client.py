@@ -18,7 +18,7 @@ import numpy as np
 # ImageNet normalisation of the shipped pipeline: PIXELS * STD + MEAN is the 0..1 image.
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
-DTYPES = {"FP32": np.float32, "INT32": np.int32, "BOOL": np.bool_}
+DTYPES = {"FP32": np.float32, "INT32": np.int32, "BOOL": np.bool_, "UINT8": np.uint8}
 
 
 class InferError(Exception):
@@ -45,6 +45,36 @@ def bytes_body(rows, outputs):
         "outputs": [{"name": o, "parameters": {"binary_data": True}} for o in outputs],
     }).encode()
     return hdr, hdr + data
+
+
+def tensors_body(inputs, outputs):
+    """An inference request with the binary extension: {name: array} as they
+    are (UINT8, FP32, INT32)."""
+    names = {np.dtype(np.uint8): "UINT8", np.dtype(np.float32): "FP32", np.dtype(np.int32): "INT32"}
+    arrs = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
+    hdr = json.dumps({
+        "inputs": [{"name": k, "shape": list(a.shape), "datatype": names[a.dtype],
+                    "parameters": {"binary_data_size": a.nbytes}} for k, a in arrs.items()],
+        "outputs": [{"name": o, "parameters": {"binary_data": True}} for o in outputs],
+    }).encode()
+    return hdr, hdr + b"".join(a.tobytes() for a in arrs.values())
+
+
+def grpc_tensors(hostport, model, inputs, outputs):
+    """One request of {name: array} over gRPC (tritonclient): {name: array}."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+    cli = grpcclient.InferenceServerClient(hostport)
+    xs = []
+    for k, a in inputs.items():
+        x = grpcclient.InferInput(k, list(a.shape), np_to_triton_dtype(a.dtype))
+        x.set_data_from_numpy(np.ascontiguousarray(a))
+        xs.append(x)
+    try:
+        r = cli.infer(model, xs, outputs=[grpcclient.InferRequestedOutput(o) for o in outputs])
+    except InferenceServerException as e:
+        raise InferError(str(e))
+    return {o: r.as_numpy(o) for o in outputs}
 
 
 def http_infer(conn, model, rows, outputs, body=None):
@@ -132,15 +162,16 @@ def decoded_metric(metrics_hostport):
     return total, lines
 
 
-def series(metrics_hostport, family, model):
-    """{gpu: value} of a family's series for a model, summed over its other labels."""
+def series(metrics_hostport, family, model, **want):
+    """{gpu: value} of a family's series for a model (and the labels in want),
+    summed over its other labels."""
     _, text = get(f"http://{metrics_hostport}/metrics", timeout=10)
     out = {}
     for line in text.splitlines():
         if not line.startswith(family + "{"):
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
-        if labels.get("model") != model:
+        if labels.get("model") != model or any(labels.get(k) != v for k, v in want.items()):
             continue
         g = int(labels.get("gpu", -1))
         out[g] = out.get(g, 0.0) + float(line.rsplit(" ", 1)[1])
