@@ -289,19 +289,25 @@ type resampler struct {
 	clock  uint64
 	tmp    []byte // the first pass's output
 	cv     cvState
+	// resize with source_mode (resize_source.go): an RGBA image
+	// premultiplied, and the four-channel result before its conversion.
+	pre, quad []byte
 }
 
 func (r *resampler) Close() {}
 
-// Trim gives the first pass's buffer back to the pool when it is over keep
-// bytes; the weight tables stay (a few kilobytes per axis).
+// Trim gives each buffer over keep bytes (the first pass's output,
+// source_mode's) back to the pool; the weight tables stay (a few kilobytes
+// per axis).
 func (r *resampler) Trim(keep int) int {
-	n := cap(r.tmp)
-	if n <= keep {
-		return 0
+	n := 0
+	for _, b := range [...]*[]byte{&r.tmp, &r.pre, &r.quad} {
+		if c := cap(*b); c > keep {
+			bufpool.Put(*b)
+			*b = nil
+			n += c
+		}
 	}
-	bufpool.Put(r.tmp)
-	r.tmp = nil
 	return n
 }
 
