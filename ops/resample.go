@@ -67,7 +67,8 @@ var interpArgs = []ArgSpec{
 		Doc: "resampling filter, as Pillow's Image.resize: nearest (NEAREST), linear (BILINEAR), " +
 			"cubic (BICUBIC, a=-0.5), area (BOX: when shrinking, the mean of the input pixels whose " +
 			"centres fall in the output pixel; OpenCV's INTER_AREA also weighs partly covered pixels). " +
-			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied. " +
+			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied (resize's " +
+			"source_mode does). " +
 			"opencv_linear is OpenCV's cv2.resize(interpolation=INTER_LINEAR) bit for bit (its 11-bit " +
 			"fixed point, and its 2×2 average for an exact halving), for detectors trained on cv2 " +
 			"preprocessing; it never antialiases. The GPU executor's kernel does the same integer " +
