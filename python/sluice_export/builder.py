@@ -158,8 +158,8 @@ class Pipeline:
         """Sets source_mode on the resize directly after decode: it resamples each image as Pillow
         does in the mode Image.open gives it (P and 1 NEAREST, RGBA and LA premultiplied, CMYK as
         inks), then converts to the decoded colour, as Image.open(f).resize(...).convert("RGB")."""
-        if len(self.nodes) < 2 or self.nodes[1].op != "resize" or len(self.nodes) > 2 and self.nodes[2].op == "resize":
-            raise ExportError("resize source_mode: needs the resize directly after decode, and only one")
+        if len(self.nodes) < 2 or self.nodes[1].op != "resize":
+            raise ExportError("resize source_mode: needs the resize directly after decode")
         dec = self.nodes[0].args
         if dec["color"][1] not in ("RGB", "BGR") or "background" in dec or dec.get("cmyk", ("str", "pillow"))[1] != "pillow":
             raise ExportError("resize source_mode: needs decode color RGB or BGR, no background, cmyk pillow")
