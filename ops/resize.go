@@ -155,12 +155,12 @@ func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	// The size rule sees the full-resolution size; the pixels may be a
-	// DCT-downscaled decode of it, resampled straight to the output.
 	och, err := o.outChannels(src, ch)
 	if err != nil {
 		return err
 	}
+	// The size rule sees the full-resolution size; the pixels may be a
+	// DCT-downscaled decode of it, resampled straight to the output.
 	oh, ow := o.OutSize(src.FullHW())
 	dst, err := imageOut("resize", c, out[0], oh, ow, och, src.Color)
 	if err != nil {
