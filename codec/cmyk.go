@@ -17,8 +17,11 @@ func cmykTo(dst, src []byte, c Color, rule CMYKRule) {
 	// Per pixel through a function value: CMYK JPEGs are rare, and one
 	// loop per rule would repeat every layout.
 	inkOf, grayOf := ink, luma
-	if rule == CMYKOpenCV {
+	switch rule {
+	case CMYKOpenCV:
 		inkOf, grayOf = inkOpenCV, lumaOpenCV
+	case cmykHeld:
+		inkOf = inkHeld
 	}
 	n := len(src) / 4
 	switch c {
@@ -59,6 +62,11 @@ func ink(v byte, nk uint32) byte {
 	t := (255-uint32(v))*nk + 128
 	return byte(nk - (t+t>>8)>>8)
 }
+
+// inkHeld is ink from the samples as Pillow holds them, 255 minus the
+// stored ones: Pillow's cmyk2rgb, CLIP8(nk - MULDIV255(v, nk)) with nk =
+// 255 - k (never below 0: MULDIV255(v, nk) <= nk).
+func inkHeld(v byte, k uint32) byte { return ink(255-v, 255-k) }
 
 // luma is ITU-R 601 luma as Pillow's convert("L") computes it from RGB.
 func luma(r, g, b byte) byte {

@@ -82,6 +82,11 @@ type Options struct {
 	// CMYK is how a four-component (CMYK or YCCK) JPEG's inks become
 	// colours; the zero value is Pillow's rule.
 	CMYK CMYKRule
+	// Inks, with a four-channel Color (RGBA, BGRA), leaves a CMYK JPEG's
+	// inks unconverted, as Pillow's Image.open holds them (mode "CMYK"):
+	// C, M, Y, K in that order, each 255 minus the stored Adobe sample.
+	// InksTo converts them. Other images, and other colours, ignore it.
+	Inks bool
 	// Limits reject images that would cost too much, before any pixel
 	// buffer is allocated; the zero value means no limit. Only
 	// DecodeImage and Decode read it; Decoder.Header takes the limits.
@@ -101,6 +106,9 @@ const (
 	// truncated; grey is IMREAD_GRAYSCALE's (4899 R + 9617 G + 1868 B +
 	// 8192) >> 14 of that RGB.
 	CMYKOpenCV
+	// cmykHeld converts inks as Pillow holds them (Options.Inks), the
+	// inverse of the stored samples, by CMYKPillow's arithmetic: InksTo.
+	cmykHeld
 )
 
 func (o Options) color() Color {
@@ -127,6 +135,9 @@ type Header struct {
 	Orientation int
 	// Scalable reports that Options.Scale is honoured (DCT-domain scaling).
 	Scalable bool
+	// Mode is how Pillow's Image.open holds the image, where that changes
+	// how Image.resize treats it (see Mode).
+	Mode Mode
 
 	// Work and Memory estimate what decoding costs, from the headers:
 	// work units (Limits.MaxWork) and bytes a decoder allocates beside

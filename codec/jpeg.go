@@ -318,7 +318,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 		if err != nil {
 			return Header{}, err
 		}
-		return h, nil
+		return withMode(h), nil
 	}
 	if int(r.width) != s.width || int(r.height) != s.height {
 		return Header{}, formatErr(Corrupt, "JPEG", "JPEG frame size %dx%d disagrees with libjpeg's %dx%d",
@@ -328,7 +328,16 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 	case C.TJCS_CMYK, C.TJCS_YCCK:
 		h.jpeg.components = 4
 	}
-	return h, nil
+	return withMode(h), nil
+}
+
+// withMode sets the mode Pillow opens a JPEG in: "CMYK" for four
+// components (Decode's inks), else "L" or "RGB".
+func withMode(h Header) Header {
+	if h.jpeg.components == 4 {
+		h.Mode = ModeCMYK
+	}
+	return h
 }
 
 func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
@@ -339,7 +348,17 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	c := o.color()
 	// Decode straight into dst when nothing follows; else into scratch.
 	out, orient := storedTarget(dst, &d.scratch, sh*sw*c.Channels(), h, o)
-	if h.jpeg.components == 4 {
+	switch {
+	case h.jpeg.components == 4 && o.Inks && c.Channels() == 4:
+		// Pillow's mode "CMYK" (its rawmode "CMYK;I"): the stored samples
+		// inverted, unconverted.
+		if err := d.decompress(out, src, sw, sh, 4, C.JCS_CMYK); err != nil {
+			return err
+		}
+		for i, v := range out[:sh*sw*4] {
+			out[i] = 255 - v
+		}
+	case h.jpeg.components == 4:
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert by the options' rule.
 		d.cmyk = grow(d.cmyk, sh*sw*4)
@@ -347,8 +366,10 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 			return err
 		}
 		cmykTo(out, d.cmyk, c, o.CMYK)
-	} else if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c)); err != nil {
-		return err
+	default:
+		if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c)); err != nil {
+			return err
+		}
 	}
 	if orient != 1 {
 		Orient(dst, out, sh, sw, c.Channels(), orient)

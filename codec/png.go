@@ -63,7 +63,25 @@ func (d *pngDecoder) Header(src []byte, lim Limits) (Header, error) {
 		return Header{}, formatErr(Corrupt, "PNG", "PNG image data (%d bytes) is too short for %dx%d pixels",
 			idat, cfg.Width, cfg.Height)
 	}
-	return Header{Width: cfg.Width, Height: cfg.Height, Orientation: 1}, nil
+	return Header{Width: cfg.Width, Height: cfg.Height, Orientation: 1, Mode: pngMode(src)}, nil
+}
+
+// pngMode is the mode Pillow opens a PNG in (PngImagePlugin's _MODES), as
+// far as Mode tells them apart, from IHDR's bit depth and colour type:
+// "1" for 1-bit grey, "P" for a palette, "LA" or "RGBA" with an alpha
+// channel (16-bit grey and alpha opens as "RGBA"). A tRNS chunk changes
+// no mode: a palette image stays "P", a grey or RGB one "L" or "RGB".
+func pngMode(b []byte) Mode {
+	if len(b) < 26 {
+		return ModeDirect
+	}
+	switch depth, typ := b[24], b[25]; {
+	case typ == 3, typ == 0 && depth == 1:
+		return ModeNearest
+	case typ == 4, typ == 6:
+		return ModeAlpha
+	}
+	return ModeDirect
 }
 
 // walkPNG sums the lengths of the IDAT chunks up to IEND, without checking

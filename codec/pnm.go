@@ -80,7 +80,11 @@ func (d *pnmDecoder) Header(src []byte, lim Limits) (Header, error) {
 	if err := d.info.parse(src, maxPixels); err != nil {
 		return Header{}, err
 	}
-	return Header{Width: d.info.w, Height: d.info.h, Orientation: 1}, nil
+	h := Header{Width: d.info.w, Height: d.info.h, Orientation: 1}
+	if d.info.kind == '1' || d.info.kind == '4' {
+		h.Mode = ModeNearest // a PBM opens as mode "1"
+	}
+	return h, nil
 }
 
 func (p *pnmInfo) parse(src []byte, maxPixels int) error {

@@ -148,6 +148,9 @@ func (d *webpDecoder) Header(src []byte, lim Limits) (Header, error) {
 		return Header{}, err
 	}
 	hd := Header{Width: w, Height: h, Orientation: 1, animated: f.has_animation != 0}
+	if f.has_alpha != 0 {
+		hd.Mode = ModeAlpha // Pillow opens it "RGBA", else "RGB"
+	}
 	// The RGBA copy a GRAY decode goes through (Header does not know the
 	// colour), allocated beside the output.
 	stage := 4 * int64(w) * int64(h)

@@ -51,6 +51,9 @@ type decodeOp struct {
 	bg       *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
 	cmyk     codec.CMYKRule
 	sizer    Sizer // the only consumer, when it sizes from the input alone
+	// source: the only consumer is a resize with source_mode, which
+	// resamples each image as Pillow's Image.open holds it (Tensor.Mode).
+	source bool
 }
 
 func newDecode(a Args) (Op, error) {
@@ -90,12 +93,22 @@ func (o *decodeOp) Infer(in []Spec) ([]Spec, error) {
 // Link remembers the consumer when it is the only one and sizes its output
 // from the input size alone: only then may the decoder shrink the image
 // for it. Anything else reading the image needs it at full size.
+//
+// A resize with source_mode (checked at compile to be the only consumer)
+// gets each image as Pillow holds it: RGBA for an image with alpha, the
+// inks of a CMYK JPEG, and the mode in Tensor.Mode.
 func (o *decodeOp) Link(consumers []Op) {
-	o.sizer = nil
+	o.sizer, o.source = nil, false
 	if len(consumers) == 1 {
 		o.sizer, _ = consumers[0].(Sizer)
+		r, ok := consumers[0].(sourceResampler)
+		o.source = ok && r.sourceMode() && o.color.Channels() == 3 && o.bg == nil
 	}
 }
+
+// sourceResampler is a resize (alone or fused with a crop) that may
+// resample images as Pillow holds them.
+type sourceResampler interface{ sourceMode() bool }
 
 // decodeState is one worker's decoder: a TurboJPEG handle and scratch
 // buffers, made on first use.
@@ -150,13 +163,24 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk}
+	mode := codec.ModeDirect
+	if o.source {
+		// Four channels for the consumer alone; they count in held and,
+		// like an RGBA decode's, in the pixel limit already checked.
+		switch mode = h.Mode; mode {
+		case codec.ModeAlpha:
+			opt.Color = RGBA
+		case codec.ModeCMYK:
+			opt.Color, opt.Inks = RGBA, true
+		}
+	}
 	oh, ow, oc := h.OutSize(opt)
 	st.held = max(st.held, h.Scratch(opt))
 	dst, err := out[0].Reshape(Uint8, oh, ow, oc)
 	if err != nil {
 		return err
 	}
-	out[0].Color = o.color
+	out[0].Color, out[0].Mode = o.color, mode
 	if opt.Scale < 8 {
 		fh, fw := h.OrientedSize(o.orient)
 		out[0].Full = [2]int{fh, fw} // after Reshape, which clears it

@@ -67,7 +67,8 @@ var interpArgs = []ArgSpec{
 		Doc: "resampling filter, as Pillow's Image.resize: nearest (NEAREST), linear (BILINEAR), " +
 			"cubic (BICUBIC, a=-0.5), area (BOX: when shrinking, the mean of the input pixels whose " +
 			"centres fall in the output pixel; OpenCV's INTER_AREA also weighs partly covered pixels). " +
-			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied. " +
+			"Channels are filtered independently: unlike Pillow on RGBA, alpha is not premultiplied (resize's " +
+			"source_mode does). " +
 			"opencv_linear is OpenCV's cv2.resize(interpolation=INTER_LINEAR) bit for bit (its 11-bit " +
 			"fixed point, and its 2×2 average for an exact halving), for detectors trained on cv2 " +
 			"preprocessing; it never antialiases. The GPU executor's kernel does the same integer " +
@@ -289,19 +290,25 @@ type resampler struct {
 	clock  uint64
 	tmp    []byte // the first pass's output
 	cv     cvState
+	// resize with source_mode (resize_source.go): an RGBA image
+	// premultiplied, and the four-channel result before its conversion.
+	pre, quad []byte
 }
 
 func (r *resampler) Close() {}
 
-// Trim gives the first pass's buffer back to the pool when it is over keep
-// bytes; the weight tables stay (a few kilobytes per axis).
+// Trim gives each buffer over keep bytes (the first pass's output,
+// source_mode's) back to the pool; the weight tables stay (a few kilobytes
+// per axis).
 func (r *resampler) Trim(keep int) int {
-	n := cap(r.tmp)
-	if n <= keep {
-		return 0
+	n := 0
+	for _, b := range [...]*[]byte{&r.tmp, &r.pre, &r.quad} {
+		if c := cap(*b); c > keep {
+			bufpool.Put(*b)
+			*b = nil
+			n += c
+		}
 	}
-	bufpool.Put(r.tmp)
-	r.tmp = nil
 	return n
 }
 

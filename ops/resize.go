@@ -40,6 +40,17 @@ var resizeSchema = &Schema{
 				"shorter one follows (torchvision's max_size); must be larger than shorter",
 			Min: 1, Max: maxSide,
 		},
+		{
+			Name: "source_mode",
+			Type: BoolArg,
+			Doc: "resample as Pillow does in the mode Image.open gives the image, then convert to the decoded " +
+				"colour: NEAREST for palette and 1-bit images, premultiplied alpha for images with alpha, the " +
+				"four inks for CMYK JPEGs (open_clip's preprocess converts to RGB after resizing). Bit-exact with " +
+				"Image.open(f).resize(...).convert(\"RGB\") for PNG, JPEG, WebP and PNM images; other formats " +
+				"resample as decoded. Needs a decode (color RGB or BGR, no background, cmyk pillow) directly " +
+				"before it, read by nothing else, and a Pillow filter; KIND_CPU instances only",
+			Default: BoolVal(false),
+		},
 	}, interpArgs...),
 	New: newResize,
 }
@@ -59,13 +70,17 @@ type resizeOp struct {
 	maxSize int // resizeShorter; 0 = none
 	f       interp
 	aa      bool
+	source  bool // source_mode: see resize_source.go
 }
 
 func newResize(a Args) (Op, error) {
-	o := &resizeOp{f: parseInterp(a.Str("interp"))}
+	o := &resizeOp{f: parseInterp(a.Str("interp")), source: a.Bool("source_mode")}
 	var err error
 	if o.aa, err = parseAntialias(a, o.f); err != nil {
 		return nil, err
+	}
+	if o.source && o.f == interpOpenCVLinear {
+		return nil, &ArgError{"source_mode", "follows Pillow's Image.resize, and interp opencv_linear is OpenCV's"}
 	}
 	given, err := a.OneOf("resize", "size", "shorter", "longer")
 	if err != nil {
@@ -123,6 +138,9 @@ func (o *resizeOp) Infer(in []Spec) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.source && c != 3 {
+		return nil, fmt.Errorf("resize: source_mode converts the resampled image to RGB or BGR (open_clip's convert(\"RGB\")), but the input is %v: decode with color RGB or BGR", s.Color)
+	}
 	if o.mode == resizeExact {
 		return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil
 	}
@@ -137,13 +155,17 @@ func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	// The size rule sees the full-resolution size; the pixels may be a
-	// DCT-downscaled decode of it, resampled straight to the output.
-	oh, ow := o.OutSize(src.FullHW())
-	dst, err := imageOut("resize", c, out[0], oh, ow, ch, src.Color)
+	och, err := o.outChannels(src, ch)
 	if err != nil {
 		return err
 	}
-	stateOf(c).resample(dst, ow*ch, oh, ow, rect{0, 0, oh, ow}, src.Data, sh, sw, ch, o.f, o.aa)
+	// The size rule sees the full-resolution size; the pixels may be a
+	// DCT-downscaled decode of it, resampled straight to the output.
+	oh, ow := o.OutSize(src.FullHW())
+	dst, err := imageOut("resize", c, out[0], oh, ow, och, src.Color)
+	if err != nil {
+		return err
+	}
+	o.resampleInto(stateOf(c), dst, ow*och, oh, ow, rect{0, 0, oh, ow}, src, sh, sw, ch)
 	return nil
 }

@@ -45,26 +45,30 @@ func (o *resizeCropOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
+	och, err := o.resize.outChannels(src, ch)
+	if err != nil {
+		return err
+	}
 	oh, ow := o.resize.OutSize(src.FullHW())
 	if err := checkPixels("resize", c, oh, ow); err != nil {
 		return err
 	}
 	top, left, wh, ww := o.crop.window(oh, ow)
-	dst, err := imageOut("crop", c, out[0], wh, ww, ch, src.Color)
+	dst, err := imageOut("crop", c, out[0], wh, ww, och, src.Color)
 	if err != nil {
 		return err
 	}
-	pat := o.crop.fill.pixel(ch)
+	pat := o.crop.fill.pixel(och)
 	// The window's part inside the resized image, in resized coordinates.
 	y0, y1 := max(top, 0), min(top+wh, oh)
 	x0, x1 := max(left, 0), min(left+ww, ow)
 	if y0 >= y1 || x0 >= x1 {
-		fillPixels(dst, pat[:ch])
+		fillPixels(dst, pat[:och])
 		return nil
 	}
-	fillBorder(dst, wh, ww, ch, y0-top, y1-top, x0-left, x1-left, pat[:ch])
-	stride := ww * ch
-	stateOf(c).resample(dst[(y0-top)*stride+(x0-left)*ch:], stride, oh, ow, rect{y0, x0, y1 - y0, x1 - x0},
-		src.Data, sh, sw, ch, o.resize.f, o.resize.aa)
+	fillBorder(dst, wh, ww, och, y0-top, y1-top, x0-left, x1-left, pat[:och])
+	stride := ww * och
+	o.resize.resampleInto(stateOf(c), dst[(y0-top)*stride+(x0-left)*och:], stride, oh, ow,
+		rect{y0, x0, y1 - y0, x1 - x0}, src, sh, sw, ch)
 	return nil
 }

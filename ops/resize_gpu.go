@@ -5,6 +5,9 @@ import "fmt"
 // GPU resizes the canvas, which must still be the plain (maybe cropped)
 // source: the kernel resamples once.
 func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
+	if o.source {
+		return fmt.Errorf("%w: resize with source_mode (Pillow's resampling per image mode) runs on KIND_CPU instances only", ErrNotOnGPU)
+	}
 	if g.Resized || !g.plain() {
 		return fmt.Errorf("%w: resize after another resize, pad or letterbox", ErrNotOnGPU)
 	}

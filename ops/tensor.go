@@ -190,6 +190,14 @@ type Tensor struct {
 	// not a stack.
 	Unused []bool
 
+	// Mode is how Pillow's Image.open holds the image, set by a decode
+	// whose only consumer is a resize with source_mode and nowhere else.
+	// With codec.ModeAlpha the pixels are RGBA, with codec.ModeCMYK the
+	// inks as Pillow holds them (codec.Options.Inks): four channels, while
+	// Color stays the colour decode promised (RGB or BGR), which the
+	// resize converts them to. ModeDirect (zero) otherwise.
+	Mode codec.Mode
+
 	// fixed is set when Data is a caller-owned destination (one sample of
 	// a pipeline output) that Reshape must fill exactly, never replace.
 	fixed bool
@@ -217,6 +225,7 @@ func (t *Tensor) Reshape(dt DType, dims ...int) ([]byte, error) {
 	t.DType = dt
 	t.Dims = append(t.Dims[:0], dims...)
 	t.Full = [2]int{}
+	t.Mode = codec.ModeDirect
 	t.Unused = t.Unused[:0]
 	return t.Data, nil
 }

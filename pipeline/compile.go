@@ -29,7 +29,7 @@ func Compile(p *pipelinepb.Pipeline, source string) (*Compiled, error) {
 		{c.header},
 		{c.names, c.operators},
 		{c.wiring, c.outputSources},
-		{c.graph, c.boxUse},
+		{c.graph, c.boxUse, c.sourceModeUse},
 		{c.infer},
 		{c.outputSpecs},
 	}
@@ -293,6 +293,56 @@ func (c *compiler) boxUse() {
 
 // cropBoxes is the operator that reads boxes inputs.
 const cropBoxes = "crop_boxes"
+
+// sourceModeUse checks each resize with source_mode: the decode that hands
+// it every image as Pillow's Image.open holds it (four channels for some
+// modes) must be directly before it, read by nothing else, and follow
+// Pillow there too (no background, cmyk "pillow").
+func (c *compiler) sourceModeUse() {
+	for i := range c.nodes {
+		ni := &c.nodes[i]
+		if ni.schema == nil || ni.schema.Name != "resize" || !ni.args.Bool("source_mode") || len(ni.in) != 1 {
+			continue
+		}
+		fail := func(format string, a ...any) {
+			c.fail(c.nodeElem(i), "", &ops.ArgError{Arg: "source_mode", Msg: fmt.Sprintf(format, a...)})
+		}
+		r := ni.in[0]
+		if r.Node == InputRef || c.nodes[r.Node].schema.Name != "decode" {
+			fail("needs a decode directly before it, which knows the mode Pillow opens each image in; it reads %q", ni.inText[0])
+			continue
+		}
+		d := &c.nodes[r.Node]
+		if n := c.readers(r.Node); n > 1 {
+			fail("needs the %s it reads to have no other reader (it hands this resize images in four channels), but %d read it", c.nodeElem(r.Node), n)
+		}
+		if d.args.Has("background") {
+			fail("resizes alpha as Pillow does, but %s composites it onto a background first: drop one of them", c.nodeElem(r.Node))
+		}
+		if rule := d.args.Str("cmyk"); rule != "pillow" {
+			fail("converts CMYK as Pillow does, but %s says cmyk %q", c.nodeElem(r.Node), rule)
+		}
+	}
+}
+
+// readers counts the nodes and pipeline outputs that read node's outputs.
+func (c *compiler) readers(node int) int {
+	n := 0
+	for i := range c.nodes {
+		for _, r := range c.nodes[i].in {
+			if r.Node == node {
+				n++
+				break
+			}
+		}
+	}
+	for _, o := range c.outs {
+		if o.ref.Node == node {
+			n++
+		}
+	}
+	return n
+}
 
 // spec is the spec of a tensor by file-order Ref, once inferred.
 func (c *compiler) spec(r Ref) ops.Spec {

@@ -128,7 +128,8 @@ class Pipeline:
             args["antialias"] = ("bool", bool(antialias))
         return args
 
-    def resize(self, size=None, shorter=None, longer=None, max_size=None, interp="linear", antialias=None, comment=None):
+    def resize(self, size=None, shorter=None, longer=None, max_size=None, interp="linear", antialias=None,
+               source_mode=False, comment=None):
         given = [k for k, v in (("size", size), ("shorter", shorter), ("longer", longer)) if v is not None]
         if len(given) != 1:
             raise ExportError(f"resize: exactly one of size, shorter and longer, got {given or 'none'}")
@@ -150,7 +151,22 @@ class Pipeline:
                 raise ExportError(f"resize: max_size {max_size} must be larger than shorter {shorter}")
             args["max_size"] = ("int", _side("resize: max_size", max_size))
         args.update(self._interp_args("resize", interp, antialias))
-        return self._add("resize", args, comment)
+        self._add("resize", args, comment)
+        return self.source_mode() if source_mode else self
+
+    def source_mode(self):
+        """Sets source_mode on the resize directly after decode: it resamples each image as Pillow
+        does in the mode Image.open gives it (P and 1 NEAREST, RGBA and LA premultiplied, CMYK as
+        inks), then converts to the decoded colour, as Image.open(f).resize(...).convert("RGB")."""
+        if len(self.nodes) < 2 or self.nodes[1].op != "resize":
+            raise ExportError("resize source_mode: needs the resize directly after decode")
+        dec = self.nodes[0].args
+        if dec["color"][1] not in ("RGB", "BGR") or "background" in dec or dec.get("cmyk", ("str", "pillow"))[1] != "pillow":
+            raise ExportError("resize source_mode: needs decode color RGB or BGR, no background, cmyk pillow")
+        if self.nodes[1].args["interp"][1] == "opencv_linear":
+            raise ExportError("resize source_mode: follows Pillow, and interp opencv_linear is OpenCV's")
+        self.nodes[1].args["source_mode"] = ("bool", True)
+        return self
 
     def crop(self, size=None, roi=None, rounding=None, fill=None, comment=None):
         if (size is None) == (roi is None):

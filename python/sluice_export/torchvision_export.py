@@ -85,7 +85,7 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
     # stage: "pil", "uint8" (tensor 0..255), "float" (tensor x*scale), "normalized"
     stage, scale, mean, std, pending_crop = "pil", None, None, None, []
     geometry_after_tensor = False
-    geometry_seen = False  # a Resize or CenterCrop already met (for the RGB conversion's note)
+    geometry_seen = False  # a Resize or CenterCrop already met (before an RGB conversion: source_mode)
     for i, t in enumerate(_flatten(transform)):
         cls = type(t).__name__
         fname = getattr(t, "__name__", None) if callable(t) and cls == "function" else None
@@ -96,20 +96,17 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
         if fname in ("_convert_to_rgb", "convert_to_rgb") or cls in ("RGB",) or rgb_mode:
             if stage != "pil":
                 raise ExportError(f"{where}: RGB conversion of a tensor is not an image mode conversion Sluice can follow")
-            if geometry_seen:
-                # Measured on the corpus (python/tests/test_parity_torch.py):
-                # a palette PNG and a CMYK JPEG differ by up to 0.8 in
-                # normalized units. Not refused: it is every open_clip model's
-                # transform, the difference is per image mode, and with
-                # Image.open(p).convert("RGB") as input (the usual loader) the
-                # export is exact.
-                msg = (f"{where}: the RGB conversion comes after Resize/CenterCrop, so the library resizes a palette\n"
-                       "image with NEAREST (Pillow's rule for mode P), a CMYK JPEG in CMYK and RGBA premultiplied,\n"
-                       "then converts; this pipeline decodes to RGB first. Exact on RGB and grey images (every\n"
-                       "JPEG but CMYK ones) and on opaque RGBA; exact on all when the library is given\n"
-                       "Image.open(p).convert('RGB').")
+            if geometry_seen and any(n.op == "resize" for n in p.nodes):
+                # The library resizes in the mode Image.open gave the image
+                # and converts after: so does the resize with source_mode.
+                # A crop alone commutes with the conversion.
+                msg = (f"{where}: the RGB conversion comes after Resize/CenterCrop, so the library resizes each\n"
+                       "image in the mode Image.open gives it (a palette image with NEAREST, RGBA premultiplied,\n"
+                       "a CMYK JPEG as its inks), then converts; so does this resize (source_mode). Exact against\n"
+                       "preprocess(Image.open(p)), as open_clip's loaders call it; on palette, RGBA and CMYK\n"
+                       "images not against preprocess(Image.open(p).convert('RGB')).")
                 log("note: " + msg.replace("\n", " "))
-                p.note(msg)
+                p.source_mode().note(msg)
             continue
         if cls == "Resize":
             if stage in ("float", "normalized"):

@@ -77,6 +77,23 @@ def test_background_needs_opaque_color():
         Pipeline().decode(color="RGBA", background=[255, 255, 255])
 
 
+def test_source_mode():
+    """resize source_mode needs its own decode right before it, following Pillow; the text
+    validates (where the binary knows the argument)."""
+    p = imagenet()
+    p.nodes[1].args["interp"] = ("str", "cubic")
+    p.source_mode()
+    assert 'arg { name: "source_mode" bool: true }' in p.text()
+    for make, match in [
+        (lambda: Pipeline().decode(color="GRAY").resize(shorter=8, source_mode=True), "color RGB or BGR"),
+        (lambda: Pipeline().decode(cmyk="opencv").resize(shorter=8, source_mode=True), "cmyk pillow"),
+        (lambda: Pipeline().decode().resize(shorter=8, interp="opencv_linear", source_mode=True), "OpenCV's"),
+        (lambda: Pipeline().decode().crop(size=8).resize(shorter=8, source_mode=True), "directly after decode"),
+    ]:
+        with pytest.raises(ExportError, match=match):
+            make()
+
+
 def test_cli_timm(tmp_path, capsys):
     cfg = tmp_path / "cfg.json"
     cfg.write_text('{"input_size": [3, 288, 288], "interpolation": "bicubic", "crop_pct": 0.95}')

@@ -123,14 +123,16 @@ def test_open_clip_preprocess():
     p = export_open_clip(Compose(Resize(224, InterpolationMode.BICUBIC), CenterCrop(224), _convert_to_rgb,
                                  T("ToTensor"), Normalize([0.48145466, 0.4578275, 0.40821073],
                                                           [0.26862954, 0.26130258, 0.27577711])))
-    assert args_of(p, "resize") == {"shorter": 224, "interp": "cubic"}
+    # open_clip converts after resizing: the resize follows each image's mode
+    assert args_of(p, "resize") == {"shorter": 224, "interp": "cubic", "source_mode": True}
     assert args_of(p, "decode")["orient"] is False
-    assert "premultiplied" in p.text() and "CMYK" in p.text()  # the mode caveat is written down
+    assert "premultiplied" in p.text() and "CMYK" in p.text()  # and says why
 
 
 def test_rgb_conversion_placement():
-    """The caveat (and its log line) only where the conversion follows a
-    Resize or CenterCrop: converted first, every mode resizes as RGB."""
+    """source_mode (and its note and log line) only where the conversion
+    follows a Resize: converted first, every mode resizes as RGB; a crop
+    alone commutes with it."""
     norm = Normalize([0.5] * 3, [0.5] * 3)
     logs = []
     late = export_open_clip(Compose(Resize(224, InterpolationMode.BICUBIC), CenterCrop(224), _convert_to_rgb,
@@ -141,7 +143,9 @@ def test_rgb_conversion_placement():
     early = export_open_clip(Compose(_convert_to_rgb, Resize(224, InterpolationMode.BICUBIC), CenterCrop(224),
                                      T("ToTensor"), norm), log=logs.append)
     assert logs == [] and "NEAREST" not in early.text()
-    assert args_of(early, "resize") == args_of(late, "resize")
+    assert args_of(late, "resize") == dict(args_of(early, "resize"), source_mode=True)
+    crop_only = export_open_clip(Compose(CenterCrop(224), _convert_to_rgb, T("ToTensor"), norm), log=logs.append)
+    assert logs == [] and "source_mode" not in crop_only.text()
 
 
 # ------------------------------------------------------------------ timm
