@@ -29,7 +29,7 @@
 #       binary, for a local test with another Python), GT_MODELS_ONLY=1 (write the
 #       repository and stop), GT_CHECK=0 (skip the checks), GT_MAX_BATCH
 #       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances
-#       per GPU, 1), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
+#       per GPU, 2: the README's recommendation), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
 #       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
 #       both), GT_CUDA_POOL (bytes per GPU, 8 GiB). Models load with explicit model
 #       control (all at start), so that the checks can unload and reload them.
@@ -206,7 +206,7 @@ write_models() {
 	}
 	for kind in GPU CPU; do
 		k=${kind,,}
-		local ig="instance_group [ $(group $kind "$([ $kind = GPU ] && echo "${GT_INSTANCES:-1}" || echo 1)") ]"
+		local ig="instance_group [ $(group $kind "$([ $kind = GPU ] && echo "${GT_INSTANCES:-2}" || echo 1)") ]"
 		# Two input forms: UINT8 [-1] (the shipped model's; a batch of a request is zero-padded
 		# to one length) and TYPE_STRING [1] (BYTES elements, any sizes, no padding).
 		for form in uint8 bytes; do
@@ -488,7 +488,7 @@ perf() {
 	{
 		echo "perf_analyzer 2.51.0 (the tritonclient wheel's), gRPC, \`--shared-memory system\` (inputs and outputs),"
 		echo "against tritonserver 2.51.0 on ${gpu:-no GPU}, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
-		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-1} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
+		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-2} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
 		echo "max_batch_size ${GT_MAX_BATCH:-256}, $(grep -h -o 'preferred_batch_size: \[[^]]*\]' "$gt/models/preprocess_$k/config.pbtxt"));"
 		echo "\`ensemble_$k*\` = it + \`consumer_$k\` (python backend, count ${GT_CONSUMERS:-1}: each image's mean of PIXELS, with torch"
 		echo "through DLPack where PIXELS is, else numpy); CUDA memory pool $(( ${GT_CUDA_POOL:-8589934592} >> 20 )) MiB."
