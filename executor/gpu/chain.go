@@ -87,8 +87,11 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 		if i == 0 {
 			prev = pipeline.Ref{Node: pipeline.InputRef, Port: c.in}
 		}
-		cropper, crops := nd.Op.(ops.GPUCropper)
-		if len(nd.In) != 1+b2i(crops) || nd.In[0] != prev {
+		ports := 1 // the image; crop_boxes reads its boxes too
+		if _, ok := nd.Op.(ops.GPUCropper); ok {
+			ports = 2
+		}
+		if len(nd.In) != ports || nd.In[0] != prev {
 			return nil, notGPU("node %s does not read the image of the node before it", nd.Name)
 		}
 		if values != nil {
@@ -113,7 +116,7 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 			if i != first {
 				return nil, notGPU("node %s crops boxes from %s's image; on the GPU it must read the decoded image itself", nd.Name, prog.Nodes[i-1].Name)
 			}
-			st.crop = cropper
+			st.crop = op
 			c.boxes = nd.In[1].Port
 			c.count = prog.CountFor(c.boxes)
 			c.crops = op.MaxCrops()
@@ -209,13 +212,6 @@ func newChain(prog *pipeline.Compiled) (*chain, error) {
 func isValues(op ops.Op) bool {
 	_, ok := op.(ops.GPUValues)
 	return ok
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func stageOf(st []stage, node int) int {

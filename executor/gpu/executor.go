@@ -6,11 +6,11 @@
 // CPU workers (Huffman decoding on the worker's thread, over a megapixel
 // on the GPU, the rest on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
 // whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
-// CPU workers, uploaded; a decoded-image input is uploaded as it came. All
-// paths run at once; then one fused kernel launch does every operator
-// after decode for the whole batch (crop_boxes as one kernel sample per
-// box), writing
-// each sample's output straight to where it goes (deliver.go: device memory
+// CPU workers, uploaded; a decoded-image input is uploaded as it came, or
+// read in place when it is in this GPU's memory. All paths run at once;
+// then one fused kernel launch does every operator after decode for the
+// whole batch (crop_boxes as one kernel sample per box), writing each
+// sample's output straight to where it goes (deliver.go: device memory
 // of the next model, another GPU's, or host memory). Results and
 // per-sample errors are those of the CPU executor, within the rounding of
 // nvJPEG's IDCT. It registers itself as executor.KindGPU: importing this
