@@ -114,7 +114,11 @@ func (d *avifDecoder) Header(src []byte, lim Limits) (Header, error) {
 		return Header{}, err
 	}
 	d.plan = p
-	return Header{Width: p.l.w, Height: p.l.h, Orientation: p.l.orient, Work: p.work, Memory: p.memory}, nil
+	h := Header{Width: p.l.w, Height: p.l.h, Orientation: p.l.orient, Work: p.work, Memory: p.memory}
+	if p.l.hasAlpha {
+		h.Mode = ModeAlpha // Pillow opens it "RGBA", else "RGB"
+	}
+	return h, nil
 }
 
 // planAVIF parses src's container and prices its decode against lim,

@@ -69,6 +69,7 @@ type bmpInfo struct {
 	alpha   bool         // the alpha mask is used
 	fields  [4]field     // from masks, for 16 to 32-bit pixels
 	lut     [256][4]byte // palette as RGBA
+	mode    Mode         // Pillow's, as far as Image.resize cares
 }
 
 func (d *bmpDecoder) Header(src []byte, lim Limits) (Header, error) {
@@ -76,7 +77,7 @@ func (d *bmpDecoder) Header(src []byte, lim Limits) (Header, error) {
 	if err := d.info.parse(src, maxPixels); err != nil {
 		return Header{}, err
 	}
-	h := Header{Width: d.info.w, Height: d.info.h, Orientation: 1}
+	h := Header{Width: d.info.w, Height: d.info.h, Orientation: 1, Mode: d.info.mode}
 	if d.info.comp == bmpRLE8 || d.info.comp == bmpRLE4 {
 		h.Memory = int64(d.info.w) * int64(d.info.h) // the palette indices, decoded whole first
 	}
@@ -125,6 +126,9 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 	if err := b.layout(src, hd, &pos); err != nil {
 		return err
 	}
+	if b.alpha {
+		b.mode = ModeAlpha // Pillow opens it "RGBA"
+	}
 	if b.bpp > 8 {
 		for i, m := range b.masks {
 			b.fields[i].set(m)
@@ -143,7 +147,10 @@ func (b *bmpInfo) parse(src []byte, maxPixels int) error {
 		if colors > 256 {
 			return bmpErr(Corrupt, "BMP palette of %d colours: more than the 256 an index can address", colors)
 		}
-		b.readPalette(src, pos, palEntry, colors)
+		b.mode = ModeNearest // "P", or "1" for two colours
+		if n := b.readPalette(src, pos, palEntry, colors); n == colors && colors != 2 && b.greyRamp(colors) {
+			b.mode = ModeDirect // "L": Pillow drops a palette of grey i at index i
+		}
 		// A pixel-array offset pointing at the palette means the palette
 		// was not counted: Pillow skips it, and so do we.
 		if off == int64(14+hsize) {
@@ -258,18 +265,30 @@ func (b *bmpInfo) layout(src, hd []byte, pos *int) error {
 
 // readPalette fills the lookup table: entries are B, G, R (and a reserved
 // byte). Entries the file lacks, and indices past the palette, are opaque
-// black, as in Pillow.
-func (b *bmpInfo) readPalette(src []byte, pos, entry, colors int) {
+// black, as in Pillow. It returns how many entries the file holds.
+func (b *bmpInfo) readPalette(src []byte, pos, entry, colors int) int {
 	for i := range b.lut {
 		b.lut[i] = [4]byte{0, 0, 0, 0xFF}
 	}
 	for i := 0; i < min(colors, 256); i++ {
 		p := pos + i*entry
 		if p+3 > len(src) {
-			break
+			return i
 		}
 		b.lut[i] = [4]byte{src[p+2], src[p+1], src[p], 0xFF}
 	}
+	return min(colors, 256)
+}
+
+// greyRamp reports a palette whose entry i is grey i for every index:
+// Pillow then opens the image as "L" rather than "P".
+func (b *bmpInfo) greyRamp(colors int) bool {
+	for i := range colors {
+		if b.lut[i] != [4]byte{byte(i), byte(i), byte(i), 0xFF} {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *bmpDecoder) Decode(dst, src []byte, h Header, o Options) error {

@@ -71,8 +71,12 @@ func (d *jp2Decoder) Header(src []byte, lim Limits) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	return Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1,
-		Work: est.work, Memory: est.memory}, nil
+	h := Header{Width: int(info.x1 - info.x0), Height: int(info.y1 - info.y0), Orientation: 1,
+		Work: est.work, Memory: est.memory}
+	if info.comps == 2 || info.comps == 4 {
+		h.Mode = ModeAlpha // Pillow opens it "LA" or "RGBA" by its count of components
+	}
+	return h, nil
 }
 
 var jp2Spaces = map[C.int]string{C.OPJ_CLRSPC_SYCC: "sYCC", C.OPJ_CLRSPC_EYCC: "e-YCC", C.OPJ_CLRSPC_CMYK: "CMYK"}

@@ -115,7 +115,20 @@ func (d *tiffDecoder) Header(src []byte, lim Limits) (Header, error) {
 	}); e != nil {
 		return Header{}, e
 	}
-	return Header{Width: w, Height: h, Orientation: o, Work: c.work, Memory: mem}, nil
+	return Header{Width: w, Height: h, Orientation: o, Work: c.work, Memory: mem, Mode: l.kind.mode()}, nil
+}
+
+// mode is Pillow's mode for the kind, as far as Image.resize cares: "P"
+// for a palette, "LA" and "RGBA" for alpha (unassociated: associated
+// alpha is refused).
+func (k tiffKind) mode() Mode {
+	switch k {
+	case tiffPalette:
+		return ModeNearest
+	case tiffGrayAlpha, tiffRGBA:
+		return ModeAlpha
+	}
+	return ModeDirect
 }
 
 // tiffCosts is what header estimated before libtiff read the file.

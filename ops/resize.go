@@ -46,8 +46,8 @@ var resizeSchema = &Schema{
 			Doc: "resample as Pillow does in the mode Image.open gives the image, then convert to the decoded " +
 				"colour: NEAREST for palette and 1-bit images, premultiplied alpha for images with alpha, the " +
 				"four inks for CMYK JPEGs (open_clip's preprocess converts to RGB after resizing). Bit-exact with " +
-				"Image.open(f).resize(...).convert(\"RGB\") for PNG, JPEG, WebP and PNM images; other formats " +
-				"resample as decoded. Needs a decode (color RGB or BGR, no background, cmyk pillow) directly " +
+				"Image.open(f).resize(...).convert(\"RGB\") for every format (BMP and TIFF palettes, TIFF, AVIF " +
+				"and JPEG 2000 alpha included). Needs a decode (color RGB or BGR, no background, cmyk pillow) directly " +
 				"before it, read by nothing else, and a Pillow filter; KIND_CPU instances only",
 			Default: BoolVal(false),
 		},

@@ -92,6 +92,12 @@ var sourceCases = []sourceCase{
 	{name: "la.png", mode: "LA", format: "PNG", h: 37, w: 53, want: codec.ModeAlpha},
 	{name: "rgba.webp", mode: "RGBA", format: "WEBP", save: map[string]any{"lossless": true}, h: 31, w: 45, want: codec.ModeAlpha},
 	{name: "cmyk.jpg", mode: "CMYK", format: "JPEG", save: map[string]any{"quality": 90}, h: 37, w: 53, want: codec.ModeCMYK},
+	{name: "p.bmp", mode: "P", format: "BMP", h: 37, w: 53, want: codec.ModeNearest},
+	{name: "l.bmp", mode: "L", format: "BMP", h: 37, w: 53}, // a grey-ramp palette: "L"
+	{name: "p.tif", mode: "P", format: "TIFF", h: 37, w: 53, want: codec.ModeNearest},
+	{name: "rgba.tif", mode: "RGBA", format: "TIFF", h: 37, w: 53, want: codec.ModeAlpha},
+	{name: "la.tif", mode: "LA", format: "TIFF", h: 37, w: 53, want: codec.ModeAlpha},
+	{name: "rgba.jp2", mode: "RGBA", format: "JPEG2000", h: 31, w: 45, want: codec.ModeAlpha},
 	{name: "rgb.png", mode: "RGB", format: "PNG", h: 37, w: 53},
 	{name: "l.png", mode: "L", format: "PNG", h: 37, w: 53},
 	{name: "rgb.jpg", mode: "RGB", format: "JPEG", h: 37, w: 53},
