@@ -228,8 +228,7 @@ def main_gpu(args, paths, dirs, boxes_file):
 
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m bench.boxes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sluice", default=str(common.SLUICE))
-    ap.add_argument("--corpus", default=str(common.CORPUS))
+    common.add_inputs(ap)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")

@@ -30,6 +30,12 @@ MIX_DIRS = ("jpeg/derived", "jpeg/native")
 LARGE_DIRS = ("jpeg/large", "jpeg/exif")
 
 
+def add_inputs(ap):
+    """The arguments every benchmark of the corpus takes: the sluice CLI and the corpus."""
+    ap.add_argument("--sluice", default=str(SLUICE), help="the sluice CLI (default: %(default)s)")
+    ap.add_argument("--corpus", default=str(CORPUS), help="the photo corpus (default: %(default)s)")
+
+
 def mix_files(corpus):
     return sorted(p for d in MIX_DIRS for p in (pathlib.Path(corpus) / d).glob("*.jp*g"))
 

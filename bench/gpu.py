@@ -322,8 +322,7 @@ def ratio(a, b):
 
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m bench.gpu", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sluice", default=str(common.SLUICE))
-    ap.add_argument("--corpus", default=str(common.CORPUS))
+    common.add_inputs(ap)
     ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
     ap.add_argument("--batches", default="16,64,256", help="comma-separated batch sizes")
     ap.add_argument("--seconds", type=float, default=4, help="measured seconds per kind, batch and contender")

@@ -88,8 +88,7 @@ def cell(r):
 
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m bench.multigpu")
-    ap.add_argument("--sluice", default=str(common.SLUICE))
-    ap.add_argument("--corpus", default=str(common.CORPUS))
+    common.add_inputs(ap)
     ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
     ap.add_argument("--gpus", default="0,1", help="comma-separated device ordinals; the first is the one-GPU run")
     ap.add_argument("--batches", default="64,256")

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_HIDDEN __attribute__((visibility("hidden")))
+#include "hidden.h"
 
 // sl_cap_begin starts counting on this thread: an allocation that would
 // bring what is held past limit bytes fails (0: no limit).

@@ -7,8 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Not exported from the backend library: only package codec calls these.
-#define SL_HIDDEN __attribute__((visibility("hidden")))
+#include "hidden.h"
 
 enum { SL_TIFF_MSG_LEN = 256 };
 

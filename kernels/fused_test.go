@@ -457,8 +457,8 @@ func TestFusedMatchesCPU(t *testing.T) {
 				t.Fatalf("kernel wrote %d bytes, the CPU %d", len(got), len(want))
 			}
 			if c.same {
-				if i := firstDiff(got, want); i >= 0 {
-					t.Fatalf("byte %d of %d: kernel %d, CPU %d (%d bytes differ)", i, len(got), got[i], want[i], countDiff(got, want))
+				if i, n := diff(got, want); i >= 0 {
+					t.Fatalf("byte %d of %d: kernel %d, CPU %d (%d bytes differ)", i, len(got), got[i], want[i], n)
 				}
 				return
 			}
@@ -550,23 +550,19 @@ func TestCubinMatchesPTX(t *testing.T) {
 
 // firstDiff is the index of the first byte where a and b (of one length)
 // differ, or -1.
-func firstDiff(a, b []byte) int {
+// diff gives the first index where a and b differ (-1: none) and how
+// many bytes differ.
+func diff(a, b []byte) (first, n int) {
+	first = -1
 	for i := range a {
 		if a[i] != b[i] {
-			return i
-		}
-	}
-	return -1
-}
-
-func countDiff(a, b []byte) int {
-	n := 0
-	for i := range a {
-		if a[i] != b[i] {
+			if first < 0 {
+				first = i
+			}
 			n++
 		}
 	}
-	return n
+	return first, n
 }
 
 // compare asserts the kernel's values are within rounding of the CPU's:
@@ -664,8 +660,12 @@ output { name: "OUT" }`, oh, ow, name, lb)), "boxes.pbtxt")
 					for k := range crops {
 						gb, wb := got[k], want[k*row:(k+1)*row]
 						if !crops[k].Used {
-							if firstDiff(gb, make([]byte, row)) >= 0 || firstDiff(wb, make([]byte, row)) >= 0 {
-								t.Errorf("crop %d: unused, yet not zeros", k)
+							zeros := make([]byte, row)
+							if i, _ := diff(gb, zeros); i >= 0 {
+								t.Errorf("crop %d: unused, yet the kernel's is not zeros", k)
+							}
+							if i, _ := diff(wb, zeros); i >= 0 {
+								t.Errorf("crop %d: unused, yet the CPU's is not zeros", k)
 							}
 							continue
 						}

@@ -54,19 +54,20 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	if err != nil {
 		return
 	}
+	// The engines decode a greyscale JPEG right only when its one
+	// component says 1x1 sampling (on an H200 with driver 580, one saying
+	// 2x2 came out 39 levels off on average; nvjpeg's TestGPUHardwareGrey):
+	// the others stay on the CPU workers.
+	engines := true
 	switch info.Subsampling {
 	case nvjpeg.CSSGray:
 		smp.c = 1
-		// The engines decode a greyscale JPEG right only when its one
-		// component says 1x1 sampling (on an H200 with driver 580, one
-		// saying 2x2 came out 39 levels off on average; nvjpeg's
-		// TestGPUHardwareGrey): the others stay on the CPU workers.
-		smp.hw = smp.hdr.HuffmanSequential() && smp.hdr.UnitSampling() && e.hw != nil && w.hw.supported(smp.src)
+		engines = smp.hdr.UnitSampling()
 	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
-		smp.hw = smp.hdr.HuffmanSequential() && e.hw != nil && w.hw.supported(smp.src)
 	default:
 		return
 	}
+	smp.hw = engines && smp.hdr.HuffmanSequential() && e.hw != nil && w.hw.supported(smp.src)
 	smp.path, smp.sub = path, info.Subsampling
 }
 

@@ -68,9 +68,11 @@ func TestGPUDecodeBatched(t *testing.T) {
 	}
 }
 
-func TestGPUHardwareBackend(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// hardwareHandle opens the hardware backend (the JPEG engines) on the
+// caller's locked thread, which closes it there; it skips the test without
+// a GPU or without engines.
+func hardwareHandle(t *testing.T) *Handle {
+	t.Helper()
 	gpu(t)
 	h, err := NewHandle(Hardware)
 	if IsStatus(err, StatusArchMismatch) || IsStatus(err, StatusJPEGNotSupported) ||
@@ -80,6 +82,13 @@ func TestGPUHardwareBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+func TestGPUHardwareBackend(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	h := hardwareHandle(t)
 	defer h.Close()
 	data, ref := gradient(t)
 	js, err := h.NewJpegStream()

@@ -62,15 +62,7 @@ func sampled2x2(t *testing.T, data []byte) []byte {
 func TestGPUHardwareGrey(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gpu(t)
-	h, err := NewHandle(Hardware)
-	if IsStatus(err, StatusArchMismatch) || IsStatus(err, StatusJPEGNotSupported) ||
-		IsStatus(err, StatusImplementationNotSupported) {
-		t.Skipf("no hardware JPEG decoder on this GPU: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hardwareHandle(t)
 	defer h.Close()
 	type item struct {
 		name   string
