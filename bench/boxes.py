@@ -201,17 +201,9 @@ def main_gpu(args, paths, dirs, boxes_file):
             peers[name] = make(paths, args.gpu)
         except Exception as e:  # a peer that cannot run here is named, not fatal
             print(f"# {name}: not measured: {e}")
-    versions = ", ".join(f"{k} {v}" for p in peers.values() for k, v in p.versions.items())
-    print(f"# {len(paths)} JPEGs from {', '.join(common.MIX_DIRS)}, {len(BOXES)} boxes each, crops {SIZE}x{SIZE} FP32 CHW; "
-          f"GPU {args.gpu}: {common.gpu_info()}, {os.cpu_count()} cores; {versions}; {common.utc_now()}")
-    print(common.md_row(["batch", "Sluice img/s (crops/s)", "Sluice p50 / p99 batch ms",
-                         *(f"{n} img/s (p99 ms)" for n in peers), "Sluice / best peer"]))
-    print(common.md_rule(4 + len(peers)))
+    print_head(paths, f"GPU {args.gpu}: {common.gpu_info()}", peers, "batch", "img/s (p99 ms)")
     for b in map(int, args.batches.split(",")):
-        s = common.sluice_bench(args.sluice, common.ROOT / PIPELINE, dirs, b, args.seconds, gpus=str(args.gpu),
-                                boxes=boxes_file)
-        if "error" in s:
-            sys.exit(f"bench.boxes: {s['command']}: {s['error']}")
+        s = run_sluice(args, dirs, b, boxes_file, gpus=str(args.gpu))
         rates = []
         for name, p in peers.items():
             try:
@@ -219,11 +211,8 @@ def main_gpu(args, paths, dirs, boxes_file):
             except Exception as e:  # named in the table, the other peers still measured
                 print(f"# {name}, batch {b}: failed: {e}")
                 rates.append({"images_per_sec": 0, "p99_ms": 0})
-        ips = s["images_per_sec"]
-        best = max((r["images_per_sec"] for r in rates), default=0)
-        print(common.md_row([str(b), f"{ips:,.0f} ({ips * len(BOXES):,.0f})", f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f}",
-                             *(f"{r['images_per_sec']:,.0f} ({r['p99_ms']:.1f})" for r in rates),
-                             f"{ips / best:.2f}x" if best else "-"]), flush=True)
+        print_row(str(b), s, [f"{r['images_per_sec']:,.0f} ({r['p99_ms']:.1f})" for r in rates],
+                  max((r["images_per_sec"] for r in rates), default=0))
 
 
 def main():
@@ -258,21 +247,36 @@ def main_cpu(args, paths, dirs, boxes_file):
     peers = {"Pillow": PillowPool(paths)}
     if not args.no_torch:
         peers["torchvision roi_align"] = TorchvisionRoIAlign(paths)
+    print_head(paths, platform.processor() or platform.machine(), peers, "threads", "img/s")
+    for t in map(int, args.threads.split(",")):
+        s = run_sluice(args, dirs, args.batch, boxes_file, workers=t)
+        rates = [p.measure(t, args.seconds) for p in peers.values()]
+        print_row(str(t), s, [f"{r:,.0f}" for r in rates], max(rates))
+
+
+def print_head(paths, machine, peers, first, peer_unit):
+    """The run's line (photos, machine, versions, time) and the table's head."""
     versions = ", ".join(f"{k} {v}" for p in peers.values() for k, v in p.versions.items())
     print(f"# {len(paths)} JPEGs from {', '.join(common.MIX_DIRS)}, {len(BOXES)} boxes each, crops {SIZE}x{SIZE} FP32 CHW; "
-          f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; {versions}; {common.utc_now()}")
-    print(common.md_row(["threads", "Sluice img/s (crops/s)", "Sluice p50 / p99 batch ms",
-                         *(f"{n} img/s" for n in peers), "Sluice / best peer"]))
+          f"{machine}, {os.cpu_count()} cores; {versions}; {common.utc_now()}")
+    print(common.md_row([first, "Sluice img/s (crops/s)", "Sluice p50 / p99 batch ms",
+                         *(f"{n} {peer_unit}" for n in peers), "Sluice / best peer"]))
     print(common.md_rule(4 + len(peers)))
-    for t in map(int, args.threads.split(",")):
-        s = common.sluice_bench(args.sluice, common.ROOT / PIPELINE, dirs, args.batch, args.seconds,
-                                workers=t, boxes=boxes_file)
-        if "error" in s:
-            sys.exit(f"bench.boxes: {s['command']}: {s['error']}")
-        rates = [p.measure(t, args.seconds) for p in peers.values()]
-        ips = s["images_per_sec"]
-        print(common.md_row([str(t), f"{ips:,.0f} ({ips * len(BOXES):,.0f})", f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f}",
-                             *(f"{r:,.0f}" for r in rates), f"{ips / max(rates):.2f}x"]), flush=True)
+
+
+def run_sluice(args, dirs, batch, boxes_file, **kw):
+    """sluice bench on the boxes pipeline; a failure ends the run, naming the command."""
+    s = common.sluice_bench(args.sluice, common.ROOT / PIPELINE, dirs, batch, args.seconds, boxes=boxes_file, **kw)
+    if "error" in s:
+        sys.exit(f"bench.boxes: {s['command']}: {s['error']}")
+    return s
+
+
+def print_row(first, s, peer_cells, best):
+    """One row: Sluice's rate and latency (s, sluice bench's result), the peers' cells, the ratio to the best."""
+    ips = s["images_per_sec"]
+    print(common.md_row([first, f"{ips:,.0f} ({ips * len(BOXES):,.0f})", f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f}",
+                         *peer_cells, f"{ips / best:.2f}x" if best else "-"]), flush=True)
 
 
 if __name__ == "__main__":
