@@ -88,13 +88,13 @@ func (e *Executor) fail(b *batch, s int, node string, err error) {
 
 // parse reads every header, applies the limits and the operators' size
 // rules, and picks each image's decoder: everything per sample that needs
-// no pixels, on the CPU workers.
+// no pixels, on the executor's parsers.
 func (e *Executor) parse(b *batch) {
-	e.parallel(len(b.in), func(w *cpuWorker, z *sizer, s int) {
+	e.parseAll(len(b.in), func(z *parser, s int) {
 		smp := &e.samples[s]
 		*smp = sample{src: b.in[s], stage: -1}
 		b.errs[s] = nil
-		if w == nil {
+		if z == nil {
 			e.fail(b, s, e.decNm, errNoContext)
 			return
 		}
@@ -106,7 +106,7 @@ func (e *Executor) parse(b *batch) {
 		if e.chain.decoded {
 			err = e.input(b, smp, s, budget)
 		} else {
-			smp.hdr, err = ops.DecodeHeader(w.dec, smp.src, e.opt.Limits, budget)
+			smp.hdr, err = ops.DecodeHeader(z.hdr, smp.src, e.opt.Limits, budget)
 			smp.h, smp.w = smp.hdr.Height, smp.hdr.Width
 		}
 		if err != nil {
@@ -135,9 +135,40 @@ func (e *Executor) parse(b *batch) {
 		}
 		smp.geom = g
 		if !e.chain.decoded {
-			e.route(w, smp)
+			e.route(z, smp)
+			e.stageSrc(smp)
 		}
 	})
+}
+
+// maxSrcs bounds the pinned memory an executor keeps for its batches'
+// encoded JPEGs; a batch whose encoded bytes are more goes without it.
+var maxSrcs = 64 << 20
+
+// growSrcs readies the pinned memory the parsers copy the batch's JPEGs to
+// (stageSrc): enough for every input; none over maxSrcs or when pinning
+// fails, and the lanes copy them as before.
+func (e *Executor) growSrcs(b *batch) {
+	total := 0
+	for _, src := range b.in {
+		total += len(src)
+	}
+	e.srcUsed.Store(0)
+	e.srcOn = total <= maxSrcs && !e.chain.decoded && growPinned(&e.srcs, total) == nil
+}
+
+// stageSrc copies a JPEG that goes to one of nvJPEG's batched decoders to
+// pinned memory, on the parser's thread: the lane's thread, which also
+// parses every image of its call inside nvJPEG, then need not copy them
+// one after another.
+func (e *Executor) stageSrc(smp *sample) {
+	if !e.srcOn || !smp.hw && smp.path != PathHybrid {
+		return
+	}
+	n := len(smp.src)
+	off := int(e.srcUsed.Add(int64(n))) - n
+	smp.pinned = e.srcs[off : off+n : off+n]
+	copy(smp.pinned, smp.src)
 }
 
 // input takes sample s of a decoded-image input: its shape checked as the
@@ -346,7 +377,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	slices.SortStableFunc(list, func(a, b int) int {
 		return e.samples[b].w*e.samples[b].h - e.samples[a].w*e.samples[a].h
 	})
-	e.parallel(len(list), func(w *cpuWorker, _ *sizer, i int) {
+	e.parallel(len(list), func(w *cpuWorker, i int) {
 		s := list[i]
 		smp := &e.samples[s]
 		if smp.path == PathInput {
@@ -380,31 +411,58 @@ func (e *Executor) noteRetry(n int, err error) {
 	e.retryMu.Unlock()
 }
 
+// parseAll runs fn for 0..n-1 on up to Workers threads, each with one of
+// the executor's parsers and its context current (nvJPEG's header calls
+// need it). A thread that cannot bind calls fn with a nil parser for what
+// is left.
+func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
+	e.spread(n, func(bound bool, t int, next func() (int, bool)) {
+		z := e.parsers[t]
+		if !bound {
+			z = nil
+		}
+		for i, ok := next(); ok; i, ok = next() {
+			fn(z, i)
+		}
+	})
+}
+
 // parallel runs fn for 0..n-1 on up to Workers threads, each with a CPU
 // worker from the GPU's pool (waited for: other executors share it) and
 // the executor's context current, as workers issue copies. A thread that
 // cannot bind calls fn with a nil worker for what is left.
-func (e *Executor) parallel(n int, fn func(w *cpuWorker, z *sizer, i int)) {
-	var next atomic.Int64
+func (e *Executor) parallel(n int, fn func(w *cpuWorker, i int)) {
+	e.spread(n, func(bound bool, _ int, next func() (int, bool)) {
+		var w *cpuWorker
+		if bound {
+			w = e.svc.getWorker()
+			defer e.svc.putWorker(w)
+		}
+		for i, ok := next(); ok; i, ok = next() {
+			fn(w, i)
+		}
+	})
+}
+
+// spread runs body on min(n, Workers) threads, thread t of them with the
+// executor's context current when bound; next hands out 0..n-1 once each.
+func (e *Executor) spread(n int, body func(bound bool, t int, next func() (int, bool))) {
+	var at atomic.Int64
+	next := func() (int, bool) {
+		i := int(at.Add(1) - 1)
+		return i, i < n
+	}
 	var wg sync.WaitGroup
-	k := min(n, len(e.sizers))
+	k := min(n, len(e.parsers))
 	wg.Add(k)
-	for _, z := range e.sizers[:k] {
+	for t := range k {
 		go func() {
 			defer wg.Done()
 			unbind, err := e.bind()
-			if err != nil {
-				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-					fn(nil, z, i)
-				}
-				return
+			if err == nil {
+				defer unbind()
 			}
-			defer unbind()
-			w := e.svc.getWorker()
-			defer e.svc.putWorker(w)
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(w, z, i)
-			}
+			body(err == nil, t, next)
 		}()
 	}
 	wg.Wait()

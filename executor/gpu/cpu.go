@@ -8,12 +8,10 @@ import (
 )
 
 // cpuWorker is one CPU decode thread of a GPU's service: a
-// libjpeg-turbo/PNG decoder (which also reads headers), the hardware
-// decoder's support check, a pinned buffer the decoded pixels are uploaded
-// from, and its own stream so that workers' uploads overlap.
+// libjpeg-turbo/PNG decoder, a pinned buffer the decoded pixels are
+// uploaded from, and its own stream so that workers' uploads overlap.
 type cpuWorker struct {
 	dec    *codec.Decoder
-	hw     *supporter // nil without the hardware decoder
 	huff   *huffState // nil without the decoupled decoder
 	stream cuda.Stream
 	pinned []byte
@@ -23,18 +21,12 @@ type cpuWorker struct {
 	grown int
 }
 
-func newCPUWorker(hw *jpegPath, huff *huffman) (*cpuWorker, error) {
+func newCPUWorker(huff *huffman) (*cpuWorker, error) {
 	s, err := cuda.NewStream()
 	if err != nil {
 		return nil, err
 	}
 	w := &cpuWorker{dec: codec.NewDecoder(), stream: s}
-	if hw != nil {
-		if w.hw, err = hw.newSupporter(); err != nil {
-			w.close()
-			return nil, err
-		}
-	}
 	if huff != nil {
 		// Without a state of its own the worker decodes progressive
 		// JPEGs with libjpeg-turbo (decodeCPU).
@@ -43,16 +35,28 @@ func newCPUWorker(hw *jpegPath, huff *huffman) (*cpuWorker, error) {
 	return w, nil
 }
 
-// sizer is one executor's state for running the operators' size rules on
-// one thread: their context and the side-output tensors they fill.
-type sizer struct {
+// parser is one executor's state for parsing a batch's samples on one
+// thread: a header reader, the hardware decoder's support check, the
+// operators' context and the side-output tensors their size rules fill.
+// An executor's parsers are its own, so that it parses its next batch
+// while the service's workers decode another executor's.
+type parser struct {
+	hdr   *codec.Decoder
+	hw    *supporter // nil without the hardware decoder
 	ctx   ops.Ctx
 	side  [][]ops.Tensor  // per stage, per side port
 	sideP [][]*ops.Tensor // pointers to side, as GPU takes them
 }
 
-func newSizer(ch *chain, lim ops.Limits) *sizer {
-	z := &sizer{ctx: ops.Ctx{Limits: lim}}
+func newParser(ch *chain, lim ops.Limits, hw *jpegPath) (*parser, error) {
+	z := &parser{hdr: codec.NewDecoder(), ctx: ops.Ctx{Limits: lim}}
+	if hw != nil {
+		var err error
+		if z.hw, err = hw.newSupporter(); err != nil {
+			z.close()
+			return nil, err
+		}
+	}
 	for _, st := range ch.stages {
 		ts := make([]ops.Tensor, len(st.side))
 		ps := make([]*ops.Tensor, len(st.side))
@@ -62,13 +66,18 @@ func newSizer(ch *chain, lim ops.Limits) *sizer {
 		z.side = append(z.side, ts)
 		z.sideP = append(z.sideP, ps)
 	}
-	return z
+	return z, nil
+}
+
+func (z *parser) close() {
+	z.hdr.Close()
+	z.hw.close()
 }
 
 // bindSide points stage k's side outputs that are pipeline outputs at
 // sample s's destination: its host buffer, or for device memory its place
 // in the sample's pinned block, uploaded after the kernel.
-func (z *sizer) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) []*ops.Tensor {
+func (z *parser) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) []*ops.Tensor {
 	for p, out := range st.side {
 		if out < 0 {
 			continue
@@ -82,7 +91,7 @@ func (z *sizer) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) []
 	return z.sideP[k]
 }
 
-func (z *sizer) unbindSide(k int) {
+func (z *parser) unbindSide(k int) {
 	for i := range z.side[k] {
 		z.side[k][i].Unbind()
 	}
@@ -180,7 +189,6 @@ func (w *cpuWorker) freePinned() {
 
 func (w *cpuWorker) close() {
 	w.dec.Close()
-	w.hw.close()
 	w.huff.close()
 	w.freePinned()
 	if w.stream != 0 {

@@ -270,7 +270,9 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 	}
 	total := 0
 	for _, s := range list {
-		total += len(samples[s].src)
+		if samples[s].pinned == nil {
+			total += len(samples[s].src)
+		}
 	}
 	if err := growPinned(&l.pinned, total); err != nil {
 		return err
@@ -281,9 +283,13 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 	off := 0
 	for _, s := range list {
 		smp := &samples[s]
-		n := copy(l.pinned[off:], smp.src)
-		l.data.Add(l.pinned[off : off+n])
-		off += n
+		if smp.pinned != nil {
+			l.data.Add(smp.pinned)
+		} else {
+			n := copy(l.pinned[off:], smp.src)
+			l.data.Add(l.pinned[off : off+n])
+			off += n
+		}
 		l.imgs = append(l.imgs, l.conv.planes(smp, base, gray))
 	}
 	if l.inited != len(list) {

@@ -7,8 +7,10 @@
 // on the GPU, the rest on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
 // whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
 // CPU workers, uploaded; a decoded-image input is uploaded as it came, or
-// read in place when it is in this GPU's memory. All paths run at once;
-// then one fused kernel launch does every operator after decode for the
+// read in place when it is in this GPU's memory. Headers are read on the
+// executor's own parser threads, which also copy the JPEGs of nvJPEG's
+// batched calls to pinned memory; then all paths run at once, and one
+// fused kernel launch does every operator after decode for the
 // whole batch (crop_boxes as one kernel sample per box), writing each
 // sample's output straight to where it goes (deliver.go: device memory
 // of the next model, another GPU's, or host memory). Results and
@@ -19,9 +21,10 @@
 // The files: executor.go (the executor, its calls), batch.go (a batch's
 // parse, layout, decode and kernel), route.go (each JPEG's decoder),
 // decode.go and huffman.go (nvJPEG's batched and decoupled decoders),
-// cpu.go (the CPU workers), service.go (the decoders one GPU's executors
-// share), chain.go (the operators as one kernel), deliver.go, arena.go and
-// pool.go, and types.go (what they all share).
+// cpu.go (the CPU workers and the executor's parsers), service.go (the
+// decoders one GPU's executors share), chain.go (the operators as one
+// kernel), deliver.go, arena.go and pool.go, and types.go (what they all
+// share).
 package gpu
 
 import (
@@ -88,11 +91,16 @@ type Executor struct {
 	main           cuda.Stream
 	svc            *service  // the GPU's decoders, shared with its other executors
 	hw             *jpegPath // svc's hardware decoder; nil without JPEG engines or with HWShare 0
-	sizers         []*sizer  // one per CPU worker thread this executor runs at once
+	parsers        []*parser // one per CPU thread this executor runs at once
 	mem            arena
 	desc           []byte // pinned: the batch's kernel descriptors
 	descOff        int    // arena offset of the part's descriptors
 	side           []byte // pinned: side outputs bound for device memory
+	// pinned: the batch's JPEGs for nvJPEG's batched calls, copied by the
+	// parsers (stageSrc), and how much of it is handed out
+	srcs    []byte
+	srcUsed atomic.Int64
+	srcOn   bool
 
 	devOut  []cuda.DevicePtr // RunOnDevice's outputs
 	devOutN int
@@ -204,7 +212,11 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		e.hw = e.svc.hw
 	}
 	for range opt.Workers {
-		e.sizers = append(e.sizers, newSizer(ch, opt.Limits))
+		z, err := newParser(ch, opt.Limits, e.hw)
+		if err != nil {
+			return nil, err
+		}
+		e.parsers = append(e.parsers, z)
 	}
 	return e, nil
 }
@@ -241,9 +253,9 @@ func (e *Executor) bind() (func(), error) {
 // Device is the GPU ordinal the executor runs on.
 func (e *Executor) Device() int { return e.opt.Device }
 
-// Workers is the number of CPU decode threads the executor runs at once,
-// drawn from its GPU's shared pool.
-func (e *Executor) Workers() int { return len(e.sizers) }
+// Workers is the number of CPU threads the executor runs at once: its own
+// parsers, and as many decode workers drawn from its GPU's shared pool.
+func (e *Executor) Workers() int { return len(e.parsers) }
 
 // SampleBytes is the byte size of one sample of output i.
 func (e *Executor) SampleBytes(i int) int { return e.sampleBytes[i] }
@@ -295,6 +307,10 @@ func (e *Executor) release() {
 	if e.main != 0 {
 		e.main.Synchronize()
 	}
+	for _, z := range e.parsers {
+		z.close()
+	}
+	e.parsers = nil
 	if e.svc != nil {
 		e.svc.release()
 		e.svc = nil
@@ -305,12 +321,12 @@ func (e *Executor) release() {
 		c.Release()
 	}
 	e.peers = nil
-	for _, b := range [][]byte{e.desc, e.side} {
+	for _, b := range [][]byte{e.desc, e.side, e.srcs} {
 		if b != nil {
 			cuda.MemFreeHost(b)
 		}
 	}
-	e.desc, e.side = nil, nil
+	e.desc, e.side, e.srcs = nil, nil, nil
 	for _, ev := range []cuda.Event{e.evStart, e.evEnd} {
 		if ev != 0 {
 			ev.Destroy()
@@ -395,6 +411,7 @@ func (e *Executor) RunDevice(in [][][]byte, dev [][]executor.DevSpan, dims [][][
 			return err
 		}
 	}
+	e.growSrcs(b)
 	t0 := time.Now()
 	e.parse(b)
 	t1 := time.Now()

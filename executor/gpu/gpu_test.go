@@ -766,3 +766,37 @@ func TestGPUIdleSweep(t *testing.T) {
 		t.Fatalf("%d workers still hold a large image's scratch after %v idle", n, idleRelease+time.Second)
 	}
 }
+
+// The parsers copy the JPEGs of nvJPEG's batched calls to pinned memory
+// (stageSrc); a batch over maxSrcs goes without, and the lanes copy them
+// instead. Both give the same bytes and errors on the whole corpus, and
+// the copies were made and read.
+func TestGPUStagedSources(t *testing.T) {
+	gputest.Require(t)
+	tc := loadCorpus(t)
+	g, err := New(compile(t, fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")), executor.Options{HWShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	staged, stagedErrs := hostRun(t, g, tc.imgs)
+	if !g.srcOn || g.srcUsed.Load() == 0 {
+		t.Fatalf("no JPEG was staged (on %v, %d bytes)", g.srcOn, g.srcUsed.Load())
+	}
+	defer func(n int) { maxSrcs = n }(maxSrcs)
+	maxSrcs = 0
+	copied, copiedErrs := hostRun(t, g, tc.imgs)
+	if g.srcOn {
+		t.Fatal("staged a batch over maxSrcs")
+	}
+	for i := range staged {
+		if !bytes.Equal(staged[i], copied[i]) {
+			t.Errorf("output %d differs between staged and copied JPEGs", i)
+		}
+	}
+	for s := range stagedErrs {
+		if fmt.Sprint(stagedErrs[s]) != fmt.Sprint(copiedErrs[s]) {
+			t.Errorf("%s: %v staged, %v copied", tc.files[s], stagedErrs[s], copiedErrs[s])
+		}
+	}
+}

@@ -29,9 +29,9 @@ import (
 // pipeline keeps it and for greyscale JPEGs, whose luma plane is the
 // image. smp.hw marks a baseline JPEG the engines may take; split
 // decides per part.
-func (e *Executor) route(w *cpuWorker, smp *sample) {
+func (e *Executor) route(z *parser, smp *sample) {
 	smp.path, smp.c = PathCPU, 3
-	decoupled := w.huff != nil
+	decoupled := e.svc.huff != nil
 	var path Path
 	switch cs := smp.hdr.ColorSpace(); {
 	case smp.hdr.Format != "JPEG":
@@ -67,7 +67,7 @@ func (e *Executor) route(w *cpuWorker, smp *sample) {
 	default:
 		return
 	}
-	smp.hw = engines && smp.hdr.HuffmanSequential() && e.hw != nil && w.hw.supported(smp.src)
+	smp.hw = engines && smp.hdr.HuffmanSequential() && e.hw != nil && z.hw.supported(smp.src)
 	smp.path, smp.sub = path, info.Subsampling
 }
 

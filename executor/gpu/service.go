@@ -92,7 +92,7 @@ func newService(dev int) (s *service, err error) {
 	n := runtime.GOMAXPROCS(0)
 	s.free = newPool[*cpuWorker](n)
 	for range n {
-		w, err := newCPUWorker(s.hw, s.huff)
+		w, err := newCPUWorker(s.huff)
 		if err != nil {
 			return nil, err
 		}

@@ -26,8 +26,9 @@ type sample struct {
 	off    int // arena offset of the decoded image (interleaved)
 	planes int // arena offset of nvJPEG's YCbCr planes, converted into off
 	sub    nvjpeg.Subsampling
-	hw     bool // the hardware decoder takes it
-	stage  int  // arena offset of the image output's staging (host or another GPU's destination); -1 if none
+	hw     bool   // the hardware decoder takes it
+	pinned []byte // src copied to pinned memory at parse, for a batched nvJPEG call; nil if not
+	stage  int    // arena offset of the image output's staging (host or another GPU's destination); -1 if none
 	geom   ops.Geom
 }
 
