@@ -359,9 +359,15 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	return e.launch(b, start, end, t1)
 }
 
-// decodeOn runs one nvJPEG path's share on its lanes.
+// decodeOn runs one nvJPEG path's share on its lanes: the engines' in as
+// many calls as keep callLanes in flight when every executor on the GPU
+// decodes at once, the hybrid decoder's in up to callLanes.
 func (e *Executor) decodeOn(p *jpegPath, list []int) error {
-	return p.decode(list, e.samples, e.mem.base, e.fused, e.chain.dec.Color == ops.Gray, e.bind)
+	calls := callLanes
+	if p == e.hw {
+		calls = callsPerBatch(e.svc.executors())
+	}
+	return p.decode(list, calls, e.samples, e.mem.base, e.fused, e.chain.dec.Color == ops.Gray, e.bind)
 }
 
 // decodeCPU decodes the listed samples on the CPU workers: with

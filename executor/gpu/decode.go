@@ -9,7 +9,7 @@ import (
 // jpegPath is one nvJPEG batched decoder of a GPU — the hardware JPEG
 // engines, or the GPU hybrid decoder — with a pool of lanes that the GPU's
 // executors share, each a decode state that takes one part of a batch in
-// one call. A batch's share goes to up to callLanes lanes at once: nvJPEG
+// one call. A batch's share goes to up to callsPerBatch lanes at once: nvJPEG
 // spreads a call over every engine, but parses its images on the calling
 // thread first, and a second call keeps the engines busy meanwhile.
 type jpegPath struct {
@@ -127,11 +127,16 @@ const (
 	minPerLane  = 8
 )
 
-// callLanes is how many lanes one batch's share takes at most: two calls
-// at once beat one by 6-19% and four by 4-5% on an H200's engines at
-// batches of 64 and 256 (docs/perf.md). SLUICE_GPU_HW_LANES overrides it
-// for measurements.
+// callLanes is how many calls the engines of a GPU should have in flight:
+// two at once beat one by 6-19% and four by 4-5% on an H200 at batches of
+// 64 and 256 with one executor, and with two executors sharing the
+// engines, a call each beat two each by 1-16% (docs/perf.md, 2026-12-02).
+// SLUICE_GPU_HW_LANES overrides it for measurements.
 var callLanes = envInt("SLUICE_GPU_HW_LANES", 2)
+
+// callsPerBatch is how many lanes one batch's share takes at most, when
+// executors share the GPU's decoders: callLanes between them, one at least.
+func callsPerBatch(executors int) int { return max(1, callLanes/max(executors, 1)) }
 
 // newJPEGPath makes a decoder with n lanes; n = 0 sizes the hardware
 // decoder's pool from its engines, one call in flight per engine at most.
@@ -216,13 +221,13 @@ func (s *supporter) close() {
 }
 
 // decode decodes the listed samples into their arena slots and waits: up
-// to callLanes lanes take a part each, as many as are free (one, waited
+// to calls lanes take a part each, as many as are free (one, waited
 // for, at least: an executor never waits for a lane while it holds one, so
 // executors sharing the pool cannot deadlock). bind makes the context
 // current on a lane's thread. An error leaves every listed sample to be
 // decoded again elsewhere.
-func (j *jpegPath) decode(list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
-	want := min(callLanes, max(len(list)/minPerLane, 1))
+func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
+	want := min(calls, max(len(list)/minPerLane, 1))
 	lanes := make([]*lane, 1, want)
 	lanes[0] = j.free.get()
 	for len(lanes) < want {

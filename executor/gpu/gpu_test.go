@@ -412,7 +412,7 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 					continue
 				}
 				mean, mx := compare(gv, wv, o.Spec, c)
-				if strings.Contains(c.name, "opencv") && routes[start+s].cpu != "" && mx > 0.01 {
+				if strings.Contains(c.name, "opencv") && g.samples[s].path == PathCPU && mx > 0.01 {
 					// Decoded on the CPU workers, so the same pixels:
 					// OpenCV's integer arithmetic gives the same levels
 					// (float rounding of the normalisation aside).

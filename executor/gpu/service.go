@@ -61,6 +61,13 @@ func acquireService(dev int) (*service, error) {
 	return s, nil
 }
 
+// executors is how many executors hold the service now.
+func (s *service) executors() int {
+	services.Lock()
+	defer services.Unlock()
+	return s.refs
+}
+
 // release drops one executor's hold; the last one frees the decoders. The
 // device's primary context must be current.
 func (s *service) release() {

@@ -13,6 +13,16 @@ import (
 	"github.com/sluice-dev/sluice/internal/gputest"
 )
 
+// TestCallsPerBatch: callLanes calls in flight on a GPU's engines when
+// every executor sharing them decodes at once, one a batch at least.
+func TestCallsPerBatch(t *testing.T) {
+	for _, c := range []struct{ executors, want int }{{0, callLanes}, {1, callLanes}, {callLanes, 1}, {callLanes + 1, 1}, {64, 1}} {
+		if got := callsPerBatch(c.executors); got != c.want {
+			t.Errorf("%d executors: %d calls a batch, want %d", c.executors, got, c.want)
+		}
+	}
+}
+
 // TestGPUSharedService runs two executors of different pipelines on one GPU
 // at once: they share one decode service, each gets the outputs it gets
 // alone, and the service is gone once both are closed.
@@ -67,6 +77,11 @@ func TestGPUSharedService(t *testing.T) {
 	}
 	if execs[0].svc != execs[1].svc {
 		t.Fatal("two executors on GPU 0 have their own decode services")
+	}
+	// Their batches then go to the engines in one call each (the outputs
+	// must not depend on it: compared with alone's two below).
+	if n := execs[0].svc.executors(); n != 2 || callsPerBatch(n) != 1 {
+		t.Errorf("the service counts %d executors, %d engine calls a batch; want 2 and 1", n, callsPerBatch(n))
 	}
 	var wg sync.WaitGroup
 	for i, e := range execs {
