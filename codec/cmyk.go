@@ -1,5 +1,7 @@
 package codec
 
+import "github.com/sluice-dev/sluice/internal/fixed"
+
 // cmykTo converts the CMYK samples libjpeg decodes from a 4-component JPEG
 // into dst in colour c by rule, so that it agrees exactly with the library
 // the rule names. Both read the stored inks with the Adobe convention of
@@ -59,8 +61,7 @@ func cmykTo(dst, src []byte, c Color, rule CMYKRule) {
 // ink is one RGB channel from a stored (inverted) ink sample v and the
 // stored K sample nk; see cmykTo.
 func ink(v byte, nk uint32) byte {
-	t := (255-uint32(v))*nk + 128
-	return byte(nk - (t+t>>8)>>8)
+	return byte(nk - fixed.MulDiv255(255-uint32(v), nk))
 }
 
 // inkHeld is ink from the samples as Pillow holds them, 255 minus the

@@ -1,6 +1,9 @@
 package ops
 
-import "github.com/sluice-dev/sluice/codec"
+import (
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/internal/fixed"
+)
 
 // resize with source_mode resamples each image as Pillow's Image.resize
 // does in the mode Image.open gives it, then converts to the decoded
@@ -83,8 +86,7 @@ func premultiply(dst, src []byte) {
 	for i := 0; i+3 < len(src); i += 4 {
 		a := uint32(src[i+3])
 		for k := range 3 {
-			t := uint32(src[i+k])*a + 128
-			dst[i+k] = byte((t + t>>8) >> 8)
+			dst[i+k] = byte(fixed.MulDiv255(uint32(src[i+k]), a))
 		}
 		dst[i+3] = byte(a)
 	}
