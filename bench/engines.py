@@ -34,8 +34,9 @@ BUSY = 10
 
 def parse_dmon(lines):
     """`nvidia-smi dmon` lines as one dict a sample, keyed by the header's
-    column names ("gpu", "sm", "jpg", ...); "-" (not supported) reads 0."""
-    cols, out = None, []
+    column names ("gpu", "sm", "jpg", ...), "-" (not supported) read as 0;
+    a generator, so that a sampler gets each sample as its line comes."""
+    cols = None
     for line in lines:
         if line.startswith("#"):
             if cols is None:
@@ -43,8 +44,7 @@ def parse_dmon(lines):
             continue
         if cols is None or not line.split():
             continue
-        out.append({c: _num(v) for c, v in zip(cols, line.split())})
-    return out
+        yield {c: _num(v) for c, v in zip(cols, line.split())}
 
 
 def _num(v):
@@ -95,16 +95,11 @@ class Sampler:
         self._thread.start()
 
     def _read(self):
-        header = []
         last = cpu_times(pathlib.Path("/proc/stat").read_text())
-        for line in self._dmon.stdout:
-            if line.startswith("#"):
-                header.append(line)
-                continue
+        for s in parse_dmon(self._dmon.stdout):
             now = cpu_times(pathlib.Path("/proc/stat").read_text())
-            for s in parse_dmon(header + [line]):
-                s["cores"] = busy_cores(last, now, os.cpu_count())
-                self.samples.append(s)
+            s["cores"] = busy_cores(last, now, os.cpu_count())
+            self.samples.append(s)
             last = now
 
     def stop(self):

@@ -14,14 +14,14 @@ DMON = """# gpu     sm    mem    enc    dec    jpg    ofa
 
 
 def test_parse_dmon_names_columns_from_the_header():
-    s = engines.parse_dmon(DMON.splitlines())
+    s = list(engines.parse_dmon(DMON.splitlines()))
     assert [x["jpg"] for x in s] == [0, 92, 91]
     assert [x["sm"] for x in s] == [0, 59, 52]
     assert s[1]["ofa"] == 0  # "-": not supported
 
 
 def test_parse_dmon_without_a_header_yields_nothing():
-    assert engines.parse_dmon(["    0     59      3      0      0     92      0"]) == []
+    assert list(engines.parse_dmon(["    0     59      3      0      0     92      0"])) == []
 
 
 def test_cpu_times_and_busy_cores():
