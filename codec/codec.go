@@ -82,6 +82,12 @@ type Options struct {
 	// CMYK is how a four-component (CMYK or YCCK) JPEG's inks become
 	// colours; the zero value is Pillow's rule.
 	CMYK CMYKRule
+	// FastUpsample makes a JPEG's subsampled chroma replicated to full size
+	// (libjpeg with do_fancy_upsampling off, TurboJPEG's
+	// TJFLAG_FASTUPSAMPLE, DALI's default on the GPU) rather than
+	// interpolated by libjpeg's default triangular ("fancy") filter, which
+	// Pillow uses. Other formats ignore it.
+	FastUpsample bool
 	// Inks, with a four-channel Color (RGBA, BGRA), leaves a CMYK JPEG's
 	// inks unconverted, as Pillow's Image.open holds them (mode "CMYK"):
 	// C, M, Y, K in that order, each 255 minus the stored Adobe sample.

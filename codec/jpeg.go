@@ -134,10 +134,11 @@ static void sl_dec_free(sl_dec *s) {
 // warning, 2 after a fatal error, with the text in msg. It sets what
 // tjDecompress2 sets, so that the pixels are the same: the output colour
 // space and the first of TurboJPEG's scaling factors that fits w×h; no
-// fast DCT nor fast upsampling (libjpeg's defaults, accurate integer IDCT
-// and fancy upsampling: bit-exact with Pillow).
+// fast DCT (the accurate integer IDCT, libjpeg's default). fancy 1 keeps
+// libjpeg's default fancy upsampling (bit-exact with Pillow); 0 replicates
+// chroma samples, as TurboJPEG's TJFLAG_FASTUPSAMPLE does.
 static int sl_decompress(sl_dec *s, const unsigned char *src, unsigned long n,
-                         unsigned char *dst, int w, int h, int ps, int cs) {
+                         unsigned char *dst, int w, int h, int ps, int cs, int fancy) {
 	int rc = setjmp(s->jump);
 	if (rc != 0) {
 		jpeg_abort_decompress(&s->d);
@@ -146,6 +147,7 @@ static int sl_decompress(sl_dec *s, const unsigned char *src, unsigned long n,
 	jpeg_mem_src(&s->d, src, n);
 	jpeg_read_header(&s->d, TRUE);
 	s->d.out_color_space = (J_COLOR_SPACE)cs;
+	s->d.do_fancy_upsampling = fancy ? TRUE : FALSE;
 	int nsf = 0;
 	tjscalingfactor *sf = tjGetScalingFactors(&nsf);
 	for (int i = 0; i < nsf; i++) {
@@ -352,7 +354,7 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	case h.jpeg.components == 4 && o.Inks && c.Channels() == 4:
 		// Pillow's mode "CMYK" (its rawmode "CMYK;I"): the stored samples
 		// inverted, unconverted.
-		if err := d.decompress(out, src, sw, sh, 4, C.JCS_CMYK); err != nil {
+		if err := d.decompress(out, src, sw, sh, 4, C.JCS_CMYK, o.FastUpsample); err != nil {
 			return err
 		}
 		for i, v := range out[:sh*sw*4] {
@@ -362,12 +364,12 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert by the options' rule.
 		d.cmyk = grow(d.cmyk, sh*sw*4)
-		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.JCS_CMYK); err != nil {
+		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.JCS_CMYK, o.FastUpsample); err != nil {
 			return err
 		}
 		cmykTo(out, d.cmyk, c, o.CMYK)
 	default:
-		if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c)); err != nil {
+		if err := d.decompress(out, src, sw, sh, c.Channels(), jpegOutSpace(c), o.FastUpsample); err != nil {
 			return err
 		}
 	}
@@ -378,14 +380,18 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 }
 
 // decompress decodes src into dst as w×h pixels of ps bytes in libjpeg
-// colour space cs.
-func (d *jpegDecoder) decompress(dst, src []byte, w, h, ps int, cs C.J_COLOR_SPACE) error {
+// colour space cs, replicating chroma samples when fast.
+func (d *jpegDecoder) decompress(dst, src []byte, w, h, ps int, cs C.J_COLOR_SPACE, fast bool) error {
 	if len(dst) < w*h*ps || w < 1 || h < 1 {
 		// C writes w*h*ps bytes whatever dst holds: never let it overrun.
 		return fmt.Errorf("codec: JPEG destination of %d bytes for %dx%dx%d", len(dst), w, h, ps)
 	}
+	fancy := 1
+	if fast {
+		fancy = 0
+	}
 	rc := C.sl_decompress(d.dec, (*C.uchar)(unsafe.Pointer(&src[0])), C.ulong(len(src)),
-		(*C.uchar)(unsafe.Pointer(&dst[0])), C.int(w), C.int(h), C.int(ps), C.int(cs))
+		(*C.uchar)(unsafe.Pointer(&dst[0])), C.int(w), C.int(h), C.int(ps), C.int(cs), C.int(fancy))
 	if rc == 0 {
 		return nil
 	}

@@ -12,16 +12,16 @@ import (
 )
 
 // yccToRGB converts DecodeYUVPlanes' planes as libjpeg-turbo 2.1 does with
-// fancy upsampling (jdsample.c) and its fixed-point colour conversion
-// (jdcolor.c): the algorithm the GPU's sluice_ycc implements, checked here
-// against TurboJPEG's own RGB decode.
-func yccToRGB(p [3][]byte, w, h, cw, ch, sx, sy int) []byte {
+// fancy upsampling (jdsample.c), or with chroma replicated when !fancy, and
+// its fixed-point colour conversion (jdcolor.c): the algorithm the GPU's
+// sluice_ycc implements, checked here against TurboJPEG's own RGB decode.
+func yccToRGB(p [3][]byte, w, h, cw, ch, sx, sy int, fancy bool) []byte {
 	at := func(pl []byte, r, i int) int { return int(pl[r*cw+i]) }
-	hfancy := sx == 2 && cw > 2 // libjpeg replicates planes of two columns or fewer
+	hfancy := fancy && sx == 2 && cw > 2 // libjpeg replicates planes of two columns or fewer
 	chroma := func(pl []byte, x, y int) int {
 		i, r := min(x/sx, cw-1), min(y/sy, ch-1)
 		odd := func(v int) bool { return v&1 == 1 }
-		if sy == 2 && (sx == 1 || hfancy) {
+		if fancy && sy == 2 && (sx == 1 || hfancy) {
 			r2 := max(r-1, 0)
 			if odd(y) {
 				r2 = min(r+1, ch-1)
@@ -116,19 +116,21 @@ func TestDecodeYUVPlanesMatchesDecode(t *testing.T) {
 			if cw != (w+sx-1)/sx || ch != (h+sy-1)/sy || len(p[0]) != w*h || len(p[1]) != cw*ch || len(p[2]) != cw*ch {
 				t.Fatalf("%dx%d image with %dx%d chroma, planes of %d, %d, %d bytes", w, h, cw, ch, len(p[0]), len(p[1]), len(p[2]))
 			}
-			img, err := Decode(c.jpg, Options{Color: RGB})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if img.Width != w || img.Height != h {
-				t.Fatalf("Decode gives %dx%d, the planes %dx%d", img.Width, img.Height, w, h)
-			}
-			got := yccToRGB(p, w, h, cw, ch, sx, sy)
-			if !bytes.Equal(got, img.Pix) {
-				for i := range got {
-					if got[i] != img.Pix[i] {
-						t.Fatalf("byte %d (pixel %d,%d channel %d): %d from the planes, Decode %d",
-							i, i/3%w, i/3/w, i%3, got[i], img.Pix[i])
+			for _, fast := range []bool{false, true} {
+				img, err := Decode(c.jpg, Options{Color: RGB, FastUpsample: fast})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if img.Width != w || img.Height != h {
+					t.Fatalf("Decode gives %dx%d, the planes %dx%d", img.Width, img.Height, w, h)
+				}
+				got := yccToRGB(p, w, h, cw, ch, sx, sy, !fast)
+				if !bytes.Equal(got, img.Pix) {
+					for i := range got {
+						if got[i] != img.Pix[i] {
+							t.Fatalf("FastUpsample %v: byte %d (pixel %d,%d channel %d): %d from the planes, Decode %d",
+								fast, i, i/3%w, i/3/w, i%3, got[i], img.Pix[i])
+						}
 					}
 				}
 			}

@@ -462,7 +462,8 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
 // and differs from the CPU decode by tens of levels at colour edges.
 // sluice_ycc upsamples and converts the planes exactly as libjpeg-turbo 2.1
 // does with TurboJPEG's default flags (jdsample.c's fancy upsamplers,
-// jdcolor.c's ycc_rgb_convert), so that only IDCT rounding can differ from
+// jdcolor.c's ycc_rgb_convert), or with chroma replicated when simple is
+// set (do_fancy_upsampling off), so that only IDCT rounding can differ from
 // codec's RGB decode.
 
 // One colour JPEG decoded to planes. Mirrored by kernels.YCC.
@@ -473,7 +474,8 @@ struct sluice_ycc {
     int y_pitch, c_pitch;          // bytes between rows of Y, and of Cb/Cr
     int c_w, c_h;                  // chroma plane size (at least w and h over sub, rounded up)
     int sub_x, sub_y;              // 1 or 2: chroma subsampling
-    int dst_pitch, reserved;
+    int dst_pitch;
+    int simple;                    // 1: replicate chroma samples (no fancy upsampling)
 };
 
 static_assert(sizeof(sluice_ycc) == 72, "sluice_ycc size");
@@ -483,21 +485,21 @@ static_assert(offsetof(sluice_ycc, y_pitch) == 40, "sluice_ycc.y_pitch offset");
 static_assert(offsetof(sluice_ycc, c_w) == 48, "sluice_ycc.c_w offset");
 static_assert(offsetof(sluice_ycc, sub_x) == 56, "sluice_ycc.sub_x offset");
 static_assert(offsetof(sluice_ycc, dst_pitch) == 64, "sluice_ycc.dst_pitch offset");
-static_assert(offsetof(sluice_ycc, reserved) == 68, "sluice_ycc.reserved offset");
+static_assert(offsetof(sluice_ycc, simple) == 68, "sluice_ycc.simple offset");
 
 // chroma_at is the upsampled chroma sample of output pixel (x, y) from a
 // cw×ch plane (libjpeg's downsampled size). libjpeg pads each plane by
 // replicating its edge columns and rows, which clamping the neighbours'
 // indices reproduces; its separate first/last column cases equal that.
 __device__ __forceinline__ int chroma_at(const unsigned char* __restrict__ p, int pitch, int cw, int ch,
-                                         int sx, int sy, int x, int y) {
+                                         int sx, int sy, int x, int y, bool fancy) {
     const int i = min(x / sx, cw - 1);
     const int r = min(y / sy, ch - 1);
     const unsigned char* row = p + (long long)r * pitch;
     // jinit_upsampler: the horizontal-doubling fancy upsamplers need more
     // than two columns; with fewer, libjpeg replicates (both axes for 2x2).
-    const bool hfancy = sx == 2 && cw > 2;
-    if (sy == 2 && (sx == 1 || hfancy)) {
+    const bool hfancy = fancy && sx == 2 && cw > 2;
+    if (fancy && sy == 2 && (sx == 1 || hfancy)) {
         // The nearer chroma row weighs 3, the other (above for even output
         // rows, below for odd ones) 1.
         const int r2 = (y & 1) ? min(r + 1, ch - 1) : max(r - 1, 0);
@@ -533,8 +535,9 @@ extern "C" __global__ void __launch_bounds__(256) sluice_ycc(const sluice_ycc* _
     // be larger (padded), never smaller (LaunchYCC checks).
     const int cw = min(m.c_w, (m.w + sx - 1) / sx), ch = min(m.c_h, (m.h + sy - 1) / sy);
     const int Y = __ldg((const unsigned char*)m.y + (long long)y * m.y_pitch + x);
-    const int cb = chroma_at((const unsigned char*)m.cb, m.c_pitch, cw, ch, sx, sy, x, y) - 128;
-    const int cr = chroma_at((const unsigned char*)m.cr, m.c_pitch, cw, ch, sx, sy, x, y) - 128;
+    const bool fancy = m.simple == 0;
+    const int cb = chroma_at((const unsigned char*)m.cb, m.c_pitch, cw, ch, sx, sy, x, y, fancy) - 128;
+    const int cr = chroma_at((const unsigned char*)m.cr, m.c_pitch, cw, ch, sx, sy, x, y, fancy) - 128;
     // build_ycc_rgb_table's entries (16-bit fixed point, FIX(1.40200) =
     // 91881, FIX(1.77200) = 116130, FIX(0.71414) = 46802, FIX(0.34414) =
     // 22554, ONE_HALF = 32768), combined as ycc_rgb_convert does; >> of a

@@ -74,8 +74,8 @@ type Params struct {
 // YCC is one colour JPEG decoded by nvJPEG to planar YCbCr, the kernel's
 // struct sluice_ycc (72 bytes; a test compares the layouts). LaunchYCC
 // turns it into interleaved RGB exactly as libjpeg-turbo 2.1 does (fancy
-// upsampling, its fixed-point colour conversion): only the IDCT's rounding
-// can differ from the CPU decode.
+// upsampling, or replicated chroma with Simple; its fixed-point colour
+// conversion): only the IDCT's rounding can differ from the CPU decode.
 type YCC struct {
 	Y, Cb, Cr uint64 // device pointers: the planes
 	Dst       uint64 // device pointer: interleaved RGB, DstPitch bytes per row
@@ -86,7 +86,7 @@ type YCC struct {
 	SubX      int32  // 1 or 2: horizontal chroma subsampling
 	SubY      int32  // 1 or 2: vertical chroma subsampling
 	DstPitch  int32  // bytes between rows of Dst, at least 3*W
-	Reserved  int32
+	Simple    int32  // 1: replicate chroma samples (codec.Options.FastUpsample)
 }
 
 // Values of Params fields.

@@ -13,7 +13,8 @@ import (
 
 // sluice_ycc against TurboJPEG: a JPEG's planes from codec.DecodeYUVPlanes
 // (libjpeg-turbo's IDCT), converted on the GPU, must equal codec.Decode's
-// RGB bytes exactly, for every subsampling and at odd and tiny sizes where
+// RGB bytes exactly, with fancy upsampling and with replicated chroma
+// (FastUpsample), for every subsampling and at odd and tiny sizes where
 // libjpeg's edge rules and fallbacks apply.
 
 // yccImage is one image's planes, rows packed.
@@ -21,6 +22,7 @@ type yccImage struct {
 	planes       [3][]byte
 	w, h, cw, ch int
 	subX, subY   int
+	simple       bool // replicated chroma: YCC.Simple, codec.Options.FastUpsample
 	name         string
 	want         []byte // codec.Decode's RGB
 }
@@ -47,6 +49,9 @@ func cudaYCCRunner(t *testing.T) yccRunner {
 			d := &descs[i]
 			*d = kernels.YCC{W: int32(m.w), H: int32(m.h), YPitch: int32(m.w + yPad), CPitch: int32(m.cw + cPad),
 				CW: int32(m.cw), CH: int32(m.ch), SubX: int32(m.subX), SubY: int32(m.subY), DstPitch: int32(3*m.w + dstPad)}
+			if m.simple {
+				d.Simple = 1
+			}
 			d.Y = uint64(upload(pad(m.planes[0], m.w, m.h, m.w+yPad)))
 			d.Cb = uint64(upload(pad(m.planes[1], m.cw, m.ch, m.cw+cPad)))
 			d.Cr = uint64(upload(pad(m.planes[2], m.cw, m.ch, m.cw+cPad)))
@@ -119,11 +124,17 @@ func yccCases(t *testing.T) []yccImage {
 		if err != nil {
 			t.Fatalf("%s: %v", e.name, err)
 		}
-		img, err := codec.Decode(e.jpg, codec.Options{Color: codec.RGB})
-		if err != nil {
-			t.Fatalf("%s: %v", e.name, err)
+		for _, simple := range []bool{false, true} {
+			img, err := codec.Decode(e.jpg, codec.Options{Color: codec.RGB, FastUpsample: simple})
+			if err != nil {
+				t.Fatalf("%s: %v", e.name, err)
+			}
+			name := e.name
+			if simple {
+				name += "/simple"
+			}
+			imgs = append(imgs, yccImage{planes: p, w: w, h: h, cw: cw, ch: ch, subX: sx, subY: sy, simple: simple, name: name, want: img.Pix})
 		}
-		imgs = append(imgs, yccImage{planes: p, w: w, h: h, cw: cw, ch: ch, subX: sx, subY: sy, name: e.name, want: img.Pix})
 	}
 	return imgs
 }

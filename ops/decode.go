@@ -35,6 +35,14 @@ func init() {
 					"Image.alpha_composite(Image.new(\"RGBA\", size, background), im.convert(\"RGBA\")).convert(\"RGB\") " +
 					"(transformers' convert_to_rgb uses white, [255, 255, 255]); a PNG's tRNS counts as alpha. " +
 					"Needs color RGB, BGR or GRAY. Absent: alpha is dropped, not composited (Pillow's convert(\"RGB\"))"},
+			// On by default: Pillow's decode. Off is DALI's default on the
+			// GPU, where the JPEG engines then write RGB themselves (faster,
+			// docs/perf.md).
+			{Name: "jpeg_fancy_upsampling", Type: BoolArg, Default: BoolVal(true),
+				Doc: "upsample a JPEG's subsampled chroma (4:2:0, 4:2:2, 4:4:0) with libjpeg's default triangular filter, " +
+					"as Pillow does; false replicates each chroma sample (libjpeg with do_fancy_upsampling off, as DALI's " +
+					"jpeg_fancy_upsampling=False, its default): faster on the GPU, up to tens of levels from Pillow at colour " +
+					"edges. CPU and GPU instances agree either way"},
 			{Name: "cmyk", Type: StringArg, Default: StrVal("pillow"), Enum: []string{"pillow", "opencv"},
 				Doc: "how a CMYK (or YCCK) JPEG's inks become colours: \"pillow\" as Image.open(f).convert(\"RGB\") " +
 					"(rounded), \"opencv\" as cv2.imread and cv2.imdecode (truncated; up to 3 levels apart); " +
@@ -50,6 +58,7 @@ type decodeOp struct {
 	dctScale bool
 	bg       *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
 	cmyk     codec.CMYKRule
+	fastUp   bool  // jpeg_fancy_upsampling false: replicate chroma
 	sizer    Sizer // the only consumer, when it sizes from the input alone
 	// source: the only consumer is a resize with source_mode, which
 	// resamples each image as Pillow's Image.open holds it (Tensor.Mode).
@@ -61,7 +70,7 @@ func newDecode(a Args) (Op, error) {
 	if err != nil {
 		return nil, &ArgError{"color", err.Error()}
 	}
-	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale")}
+	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale"), fastUp: !a.Bool("jpeg_fancy_upsampling")}
 	if a.Str("cmyk") == "opencv" {
 		o.cmyk = codec.CMYKOpenCV
 	}
@@ -162,7 +171,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk}
+	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk, FastUpsample: o.fastUp}
 	mode := codec.ModeDirect
 	if o.source {
 		// Four channels for the consumer alone; they count in held and,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/internal/allocstest"
 	"github.com/sluice-dev/sluice/ops"
 )
@@ -151,6 +152,41 @@ func TestDecodeRun(t *testing.T) {
 				t.Errorf("%s %s: Full %v for a full-size decode", name, col, out.Full)
 			}
 		}
+	}
+}
+
+// TestDecodeFancyUpsampling: jpeg_fancy_upsampling false decodes as
+// codec's FastUpsample (replicated chroma), which differs from the default
+// at the colour edges of a 4:2:0 JPEG.
+func TestDecodeFancyUpsampling(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 23, 17))
+	for y := range 17 {
+		for x := range 23 {
+			img.SetRGBA(x, y, color.RGBA{uint8(255 * ((x / 3) % 2)), 40, uint8(255 * ((y / 2) % 2)), 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 95}); err != nil { // 4:2:0
+		t.Fatal(err)
+	}
+	src := b.Bytes()
+	fancy, err := decodeTestRun(t, decodeTestOp(t, ops.Args{}), src, ops.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := decodeTestRun(t, decodeTestOp(t, ops.Args{"jpeg_fancy_upsampling": ops.BoolVal(false)}), src, ops.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := codec.Decode(src, codec.Options{Color: codec.RGB, Orient: true, FastUpsample: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fast.Data, want.Pix) {
+		t.Error("jpeg_fancy_upsampling false is not codec's FastUpsample decode")
+	}
+	if bytes.Equal(fast.Data, fancy.Data) {
+		t.Error("jpeg_fancy_upsampling false decodes as the default does")
 	}
 }
 

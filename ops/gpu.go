@@ -84,6 +84,9 @@ type DecodeSpec struct {
 	// then has no alpha).
 	Background *[3]byte
 	CMYK       codec.CMYKRule // a CMYK JPEG's conversion to colours
+	// FastUpsample replicates a JPEG's chroma (jpeg_fancy_upsampling
+	// false) instead of libjpeg's fancy upsampling.
+	FastUpsample bool
 }
 
 // GPUStage is implemented by operators that change an image's geometry on

@@ -367,7 +367,7 @@ func (e *Executor) decodeOn(p *jpegPath, list []int) error {
 	if p == e.hw {
 		calls = callsPerBatch(e.svc.executors())
 	}
-	return p.decode(list, calls, e.samples, e.mem.base, e.fused, e.chain.dec.Color == ops.Gray, e.bind)
+	return p.decode(list, calls, e.samples, e.mem.base, e.fused, e.chain.dec, e.bind)
 }
 
 // decodeCPU decodes the listed samples on the CPU workers: with
@@ -377,7 +377,6 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
 	}
-	gray := e.chain.dec.Color == ops.Gray
 	// Largest first: workers take images in list order, and a large photo
 	// started last would hold the batch up while the others idle.
 	slices.SortStableFunc(list, func(a, b int) int {
@@ -394,7 +393,7 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 		}
 		if smp.path == PathCPUHuffman {
 			if w != nil && w.huff != nil {
-				err := w.decodeHuffman(smp, e.mem.base, e.fused, gray)
+				err := w.decodeHuffman(smp, e.mem.base, e.fused, e.chain.dec)
 				if err == nil {
 					return
 				}

@@ -108,7 +108,7 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	if err != nil {
 		return ops.DecodeError(err)
 	}
-	opt := codec.Options{Color: codec.RGB, Background: dec.Background, CMYK: dec.CMYK}
+	opt := codec.Options{Color: codec.RGB, Background: dec.Background, CMYK: dec.CMYK, FastUpsample: dec.FastUpsample}
 	switch {
 	case dec.Color == ops.Gray, smp.c == 1:
 		// libjpeg's own grey (the luma plane), as the CPU executor; for

@@ -4,6 +4,7 @@ import (
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 // jpegPath is one nvJPEG batched decoder of a GPU — the hardware JPEG
@@ -30,14 +31,15 @@ type lane struct {
 	pinned []byte
 	data   nvjpeg.Bitstreams
 	imgs   []nvjpeg.Image
-	inited int // batch size of the last BatchedInitialize
+	inited int                 // batch size of the last BatchedInitialize
+	format nvjpeg.OutputFormat // and its output format
 	conv   yccConv
 }
 
 // yccConv turns the YCbCr planes nvJPEG decodes colour images to into
-// interleaved RGB with libjpeg's upsampling and colour conversion, so that
-// GPU and CPU decodes differ only by the IDCT: one kernel launch for the
-// images gathered.
+// interleaved RGB with libjpeg's upsampling (fancy, or replicated with
+// FastUpsample) and colour conversion, so that GPU and CPU decodes differ
+// only by the IDCT: one kernel launch for the images gathered.
 type yccConv struct {
 	ycc        []kernels.YCC
 	host       []byte // pinned copy of ycc
@@ -49,7 +51,7 @@ type yccConv struct {
 // at base, or for a greyscale JPEG the image itself) and, for a colour
 // image in a colour pipeline, adds its conversion. A grey pipeline reads
 // the luma plane as the image, as libjpeg does.
-func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, gray bool) nvjpeg.Image {
+func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, dec ops.DecodeSpec) nvjpeg.Image {
 	var img nvjpeg.Image
 	if smp.sub == nvjpeg.CSSGray {
 		img.Channel[0] = uintptr(base) + uintptr(smp.off)
@@ -63,15 +65,19 @@ func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, gray bool) nvjpeg.Ima
 	cr := cb + uintptr(alignUp(cw*ch))
 	img.Channel = [4]uintptr{y, cb, cr}
 	img.Pitch = [4]uint64{uint64(smp.w), uint64(cw), uint64(cw)}
-	if gray {
+	if dec.Color == ops.Gray {
 		smp.off, smp.c = smp.planes, 1
 		return img
 	}
-	c.ycc = append(c.ycc, kernels.YCC{
+	m := kernels.YCC{
 		Y: uint64(y), Cb: uint64(cb), Cr: uint64(cr), Dst: uint64(base) + uint64(smp.off),
 		W: int32(smp.w), H: int32(smp.h), YPitch: int32(smp.w), CPitch: int32(cw),
 		CW: int32(cw), CH: int32(ch), SubX: int32(sx), SubY: int32(sy), DstPitch: int32(smp.w * 3),
-	})
+	}
+	if dec.FastUpsample {
+		m.Simple = 1
+	}
+	c.ycc = append(c.ycc, m)
 	c.maxW, c.maxH = max(c.maxW, smp.w), max(c.maxH, smp.h)
 	return img
 }
@@ -226,7 +232,12 @@ func (s *supporter) close() {
 // executors sharing the pool cannot deadlock). bind makes the context
 // current on a lane's thread. An error leaves every listed sample to be
 // decoded again elsewhere.
-func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool, bind func() (func(), error)) error {
+func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, bind func() (func(), error)) error {
+	// Replicated chroma is what the engines' own RGB output does
+	// (nvImageCodec's and DALI's "fancy upsampling" off): they then
+	// write each colour image's slot themselves, with no planes or
+	// conversion kernel.
+	rgb := j.path == PathHardware && dec.FastUpsample && dec.Color != ops.Gray
 	want := min(calls, max(len(list)/minPerLane, 1))
 	lanes := make([]*lane, 1, want)
 	lanes[0] = j.free.get()
@@ -254,7 +265,7 @@ func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.Dev
 				return
 			}
 			defer unbind()
-			errs <- l.decode(j.h, part, samples, base, f, gray)
+			errs <- l.decode(j.h, part, samples, base, f, dec, rgb)
 		}()
 	}
 	var first error
@@ -268,8 +279,10 @@ func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.Dev
 
 // decode decodes one part in one batched call and converts the colour
 // images to interleaved RGB — or, for a grey pipeline, reads the luma
-// plane as the image, as libjpeg does.
-func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, gray bool) error {
+// plane as the image, as libjpeg does. With rgb, a part of colour JPEGs
+// only is decoded to interleaved RGB by nvJPEG itself (one output format
+// per call: a greyscale JPEG's slot holds one channel).
+func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, rgb bool) error {
 	if len(list) == 0 {
 		return nil
 	}
@@ -278,6 +291,7 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 		if samples[s].pinned == nil {
 			total += len(samples[s].src)
 		}
+		rgb = rgb && samples[s].sub != nvjpeg.CSSGray
 	}
 	if err := growPinned(&l.pinned, total); err != nil {
 		return err
@@ -295,13 +309,24 @@ func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.
 			l.data.Add(l.pinned[off : off+n])
 			off += n
 		}
-		l.imgs = append(l.imgs, l.conv.planes(smp, base, gray))
+		if rgb {
+			var img nvjpeg.Image
+			img.Channel[0] = uintptr(base) + uintptr(smp.off)
+			img.Pitch[0] = uint64(smp.w * 3)
+			l.imgs = append(l.imgs, img)
+			continue
+		}
+		l.imgs = append(l.imgs, l.conv.planes(smp, base, dec))
 	}
-	if l.inited != len(list) {
-		if err := h.BatchedInitialize(l.st, len(list), 1, nvjpeg.OutputYUV); err != nil {
+	format := nvjpeg.OutputYUV
+	if rgb {
+		format = nvjpeg.OutputRGBI
+	}
+	if l.inited != len(list) || l.format != format {
+		if err := h.BatchedInitialize(l.st, len(list), 1, format); err != nil {
 			return err
 		}
-		l.inited = len(list)
+		l.inited, l.format = len(list), format
 	}
 	if err := h.DecodeBatched(l.st, &l.data, l.imgs, l.stream); err != nil {
 		l.inited = 0 // the state may be half-used: initialise again

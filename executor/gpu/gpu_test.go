@@ -257,8 +257,14 @@ func cases() []pipeCase {
 	cs[6].text = strings.Replace(cs[6].text, `floats { v: [0.229, 0.224, 0.225] }`, `floats { v: [0.229] }`, 1)
 	cs[5].text = strings.Replace(cs[5].text, `arg { name: "mean" floats { v: [0.485, 0.456, 0.406] } } arg { name: "std" floats { v: [0.229, 0.224, 0.225] } }`, "", 1)
 	cs[5].text = strings.Replace(cs[5].text, `arg { name: "scale" float: 0.00392156862745098 }`, "", 1)
+	cs = append(cs, pipeCase{fastUpsampling,
+		fmt.Sprintf(imagenet, `arg { name: "jpeg_fancy_upsampling" bool: false }`, "linear", true, "CHW", "FP32", ""), mul, add})
 	return cs
 }
+
+// fastUpsampling is the case whose decode replicates chroma: the engines
+// write RGB themselves, the other routes convert with Simple set.
+const fastUpsampling = "imagenet/linear-fast-upsampling"
 
 // values reads output element i of a dtype as float64.
 func values(b []byte, dt ops.DType) []float64 {
@@ -303,11 +309,12 @@ func TestGPUMatchesCPU(t *testing.T) {
 	hw := hardwareDecoder(t)
 	for _, dev := range devs {
 		// The engines taking all they can, none (decoupled only), and
-		// a split; the last two for two cases only: the kernel is the
-		// same.
+		// a split; the last two for three cases only: the kernel is the
+		// same, and replicated chroma takes other routes on the engines
+		// (their own RGB) and beside them (the conversion kernel's).
 		for _, share := range []float64{1, 0, 0.65} {
 			for _, c := range cases() {
-				if share != 1 && c.name != "imagenet/linear" && c.name != "letterbox/linear" {
+				if share != 1 && c.name != "imagenet/linear" && c.name != "letterbox/linear" && c.name != fastUpsampling {
 					continue
 				}
 				t.Run(fmt.Sprintf("gpu%d/%s/hw%g", dev, c.name, share), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
 )
 
 // huffman is nvJPEG's decoupled decoders: each CPU worker Huffman-decodes
@@ -100,10 +101,10 @@ func (s *huffState) close() {
 // decodeHuffman decodes a JPEG into its arena slot (through its planes, as
 // the batched decoders do) and waits, recording the state it took in
 // smp.path. An error leaves the sample to be decoded on the CPU.
-func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.Fused, gray bool) error {
+func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
 	s := w.huff
 	s.conv.reset()
-	img := s.conv.planes(smp, base, gray)
+	img := s.conv.planes(smp, base, dec)
 	smp.path = huffmanPath(smp.w, smp.h, s.gpu != nil)
 	st := s.st
 	if smp.path == PathGPUHuffman {

@@ -94,7 +94,8 @@ class Pipeline:
         self.nodes.append(Node(op, args, comment=comment))
         return self
 
-    def decode(self, color="RGB", orient=None, background=None, dct_scale=None, cmyk=None, comment=None):
+    def decode(self, color="RGB", orient=None, background=None, dct_scale=None, cmyk=None,
+               jpeg_fancy_upsampling=None, comment=None):
         if self.nodes:
             raise ExportError("decode: only one decode, first")
         if color not in COLORS:
@@ -115,6 +116,8 @@ class Pipeline:
             if cmyk not in ("pillow", "opencv"):
                 raise ExportError(f"decode: cmyk must be 'pillow' or 'opencv', got {cmyk!r}")
             args["cmyk"] = ("str", cmyk)
+        if jpeg_fancy_upsampling is not None:
+            args["jpeg_fancy_upsampling"] = ("bool", bool(jpeg_fancy_upsampling))
         self.channels = COLORS[color]
         return self._add("decode", args, comment)
 

@@ -30,6 +30,15 @@ def test_text_validates(tmp_path):
     assert "3, 224, 224" in r.stdout or "[3 224 224]" in r.stdout or "224" in r.stdout
 
 
+def test_fast_upsampling_validates(tmp_path):
+    p = Pipeline("t").decode(jpeg_fancy_upsampling=False).resize(shorter=256).crop(size=224).normalize(scale=1 / 255)
+    assert 'arg { name: "jpeg_fancy_upsampling" bool: false }' in p.text()
+    f = tmp_path / "p.pbtxt"
+    f.write_text(p.text())
+    r = subprocess.run([sluice_bin(), "validate", str(f)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_model_folder_matches_example_shape(tmp_path):
     p = imagenet()
     w = write_model(p, tmp_path / "preprocess_x", max_batch_size=8, ensemble_with="classifier",
