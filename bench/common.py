@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -74,6 +75,18 @@ def link_dir(parent, name, files):
     for p in files:
         (d / f"{p.parent.name}_{p.name}").symlink_to(p.resolve())
     return d
+
+
+def fast_upsampling_pipeline(pipeline, parent):
+    """A copy of the pipeline file in folder parent whose decode replicates
+    JPEG chroma (jpeg_fancy_upsampling false, DALI's default on the GPU)."""
+    text = pathlib.Path(pipeline).read_text()
+    new, n = re.subn(r'(op:\s*"decode")', r'\1 arg { name: "jpeg_fancy_upsampling" bool: false }', text)
+    if n != 1:
+        raise ValueError(f"{pipeline}: {n} decode nodes, want 1")
+    out = pathlib.Path(parent) / ("fast_" + pathlib.Path(pipeline).name)
+    out.write_text(new)
+    return out
 
 
 # ------------------------------------------------------------------ timing

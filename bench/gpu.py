@@ -17,15 +17,26 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
   center_crop(224) on the uint8 tensor, stack, /255, normalize; synchronized per batch.
 - sluice-x2: the same with --instances 2 (two executors sharing the GPU's
   decoders, as a Triton instance count of 2).
+- sluice-fast, sluice-fast-x2: the same with decode's jpeg_fancy_upsampling
+  false (JPEG chroma replicated, DALI's default; the JPEG engines then write
+  RGB themselves).
 - DALI 2.4, as its docs write an inference pipeline: fn.external_source (the
   encoded bytes in host memory, cycled as sluice bench fills its batches) ->
   fn.decoders.image(device="mixed", output_type=RGB, hw_decoder_load=0.65 (its
-  default) or 0.9) -> fn.resize(resize_shorter=256, linear, antialias) ->
+  default) or 0.9, jpeg_fancy_upsampling False (its default: chroma
+  replicated on the GPU, up to 83 levels from Pillow on the corpus) or True
+  (dali-fancy-*: libjpeg's upsampling, as Pillow and Sluice's default)) ->
+  fn.resize(resize_shorter=256, linear, antialias) ->
   fn.crop_mirror_normalize(crop 224, ImageNet mean/std x255, FLOAT, CHW);
   num_threads os.cpu_count(), prefetch_queue_depth 2, 10 warm-up iterations,
   the device synchronised after the measured iterations.
 - OpenCV: bench.cpu's opencv_one over a thread pool of os.cpu_count() threads,
   one batch at a time.
+
+The ratio columns compare like with like: Sluice's default and the peers that
+upsample JPEG chroma as libjpeg and Pillow do (DALI with jpeg_fancy_upsampling,
+nvImageCodec's default), then sluice-fast and the peers that replicate it
+(DALI's default). torchvision and OpenCV are in neither.
 
 Latency is per batch (p50/p99, the same percentile definition as sluice bench).
 torch is imported only when torchvision runs, so --only sluice,opencv works
@@ -57,6 +68,9 @@ class Contender:
     full_pipeline = False  # a peer Sluice's ratio is taken against (the best of them)
     ours = False  # a Sluice run, the ratio's other side
     uses_torch = False
+    # JPEG chroma: True upsampled as libjpeg and Pillow do, False replicated,
+    # None not known (in no ratio).
+    fancy = None
 
     def __init__(self, name):
         self.name = name
@@ -76,16 +90,19 @@ class Sluice(Contender):
 
     ours = True
 
-    def __init__(self, name, args, instances):
+    def __init__(self, name, args, instances, fancy=True):
         super().__init__(name)
-        self.args, self.instances = args, instances
+        self.args, self.instances, self.fancy = args, instances, fancy
 
     def prepare(self, kdir, datas, batch_sizes):
         self.kdir = kdir
+        self.pipeline = self.args.pipeline
+        if not self.fancy:
+            self.pipeline = common.fast_upsampling_pipeline(self.args.pipeline, kdir.parent)
 
     def measure(self, batch):
         a = self.args
-        return common.sluice_bench(a.sluice, a.pipeline, [self.kdir], batch, a.seconds,
+        return common.sluice_bench(a.sluice, self.pipeline, [self.kdir], batch, a.seconds,
                                    gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
                                    instances=self.instances, hw_share=a.hw_share)
 
@@ -154,6 +171,8 @@ class NvImgCodec(InProcess):
     alone; "hw": the decode alone on the hardware engines only, the engines'
     ceiling on these files."""
 
+    fancy = True  # its default: within 1 level of Pillow on the corpus (docs/perf.md)
+
     uses_torch = True
 
     def __init__(self, name, gpu, mode, seconds):
@@ -192,15 +211,16 @@ class NvImgCodec(InProcess):
 
 
 class Dali(Contender):
-    """DALI's pipeline (see the module's doc) at one hw_decoder_load; a pipeline
-    per kind and batch size, built when measured and dropped after."""
+    """DALI's pipeline (see the module's doc) at one hw_decoder_load and
+    jpeg_fancy_upsampling; a pipeline per kind and batch size, built when
+    measured and dropped after."""
 
     full_pipeline = True
     uses_torch = True
 
-    def __init__(self, name, gpu, load, seconds):
+    def __init__(self, name, gpu, load, seconds, fancy=False):
         super().__init__(name)
-        self.gpu, self.load, self.seconds = gpu, load, seconds
+        self.gpu, self.load, self.seconds, self.fancy = gpu, load, seconds, fancy
 
     def setup(self):
         import numpy as np
@@ -224,7 +244,8 @@ class Dali(Contender):
                                 prefetch_queue_depth=2)
         def imagenet():
             enc = fn.external_source(source=lambda: next(items), batch=True, dtype=types.UINT8)
-            img = fn.decoders.image(enc, device="mixed", output_type=types.RGB, hw_decoder_load=self.load)
+            img = fn.decoders.image(enc, device="mixed", output_type=types.RGB, hw_decoder_load=self.load,
+                                    jpeg_fancy_upsampling=self.fancy)
             img = fn.resize(img, resize_shorter=256, interp_type=types.INTERP_LINEAR, antialias=True)
             return fn.crop_mirror_normalize(img, crop=(224, 224), mean=mean, std=std, dtype=types.FLOAT,
                                             output_layout="CHW")
@@ -266,8 +287,12 @@ class OpenCV(InProcess):
 CONTENDERS = {
     "sluice": lambda n, a: Sluice(n, a, a.instances),
     "sluice-x2": lambda n, a: Sluice(n, a, 2),  # two executors sharing the GPU, as a Triton instance count of 2
+    "sluice-fast": lambda n, a: Sluice(n, a, a.instances, fancy=False),
+    "sluice-fast-x2": lambda n, a: Sluice(n, a, 2, fancy=False),
     "dali-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds),
     "dali-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds),
+    "dali-fancy-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds, fancy=True),
+    "dali-fancy-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds, fancy=True),
     "torchvision": lambda n, a: TorchVision(n, a.gpu, a.seconds),
     "nvimgcodec": lambda n, a: NvImgCodec(n, a.gpu, "full", a.seconds),
     "nvimgcodec-decode": lambda n, a: NvImgCodec(n, a.gpu, "decode", a.seconds),
@@ -276,7 +301,8 @@ CONTENDERS = {
 }
 # The order they are set up in, as the script always did: the torch users,
 # then DALI, then OpenCV.
-SETUP_ORDER = ["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "dali-0.65", "dali-0.9", "opencv"]
+SETUP_ORDER = ["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "dali-0.65", "dali-0.9",
+               "dali-fancy-0.65", "dali-fancy-0.9", "opencv"]
 
 
 def guard(fn, *a):
@@ -395,8 +421,11 @@ def main():
 
     v = info["versions"]
     shown = [c.name for c in contenders]
-    full = [c.name for c in contenders if c.full_pipeline]
-    ours = [c.name for c in contenders if c.ours]
+    # The ratio columns: per kind of chroma upsampling, Sluice's runs and the
+    # full-pipeline peers that upsample the same way.
+    sides = {fancy: ([c.name for c in contenders if c.ours and c.fancy is fancy],
+                     [c.name for c in contenders if c.full_pipeline and not c.ours and c.fancy is fancy])
+             for fancy in (True, False)}
     md = [
         f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
         "",
@@ -407,26 +436,28 @@ def main():
         "",
         "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
         "",
-        "sluice-x2: two instances; dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load; "
+        "sluice-x2: two instances; sluice-fast: jpeg_fancy_upsampling false; "
+        "dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load (dali-fancy-: with jpeg_fancy_upsampling); "
         "nvimgcodec: decode (default backends, all cores) + the torchvision contender's torch resize/crop/normalize; "
         "nvimgcodec-decode: its decode alone; nvimgcodec-hw: decode alone on the hardware engines only.",
         "",
         f"Command: `{command}`",
         "",
         common.md_row(["kind (files)", "batch", *(f"{c} img/s | p50 ms | p99 ms" for c in shown),
-                       "best Sluice / best full-pipeline peer"]),
-        common.md_rule(2 + 3 * len(shown) + 1),
+                       "Pillow's upsampling: best Sluice / best peer",
+                       "replicated chroma: best sluice-fast / best peer"]),
+        common.md_rule(2 + 3 * len(shown) + 2),
     ]
     for r in rows:
         label = f"{r['kind']} ({r['files']})"
         if r.get("skipped"):
-            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a"]))
+            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a", "n/a"]))
             continue
         cells = [x for c in shown for x in cell_md(r.get(c))]
-        ok = lambda names: [r[c] for c in names if r.get(c) and "error" not in r[c]]  # noqa: E731
-        best = max(ok(full), key=lambda x: x["images_per_sec"], default=None)
-        mine = max(ok(ours), key=lambda x: x["images_per_sec"], default=None)
-        md.append(common.md_row([label, str(r["batch"]), *cells, ratio(mine, best)]))
+        best = lambda names: max((r[c] for c in names if r.get(c) and "error" not in r[c]),  # noqa: E731
+                                 key=lambda x: x["images_per_sec"], default=None)
+        ratios = [ratio(best(mine), best(peers)) for mine, peers in sides.values()]
+        md.append(common.md_row([label, str(r["batch"]), *cells, *ratios]))
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)
     if args.md_out:
