@@ -1,5 +1,6 @@
-"""bench.gpu's fast-upsampling pipeline: the shipped ImageNet pipeline with
-decode's jpeg_fancy_upsampling false, which the compiler accepts."""
+"""bench.gpu's fast-upsampling pipeline (the shipped ImageNet pipeline with
+decode's jpeg_fancy_upsampling false, which the compiler accepts) and
+bench.upsampling's distance from Pillow."""
 
 import subprocess
 
@@ -24,3 +25,13 @@ def test_fast_upsampling_pipeline_wants_one_decode(tmp_path):
     p.write_text('version: 1 node { op: "decode" } node { op: "decode" }')
     with pytest.raises(ValueError, match="2 decode nodes"):
         common.fast_upsampling_pipeline(p, tmp_path)
+
+
+def test_upsampling_distance():
+    np = pytest.importorskip("numpy")
+    from bench import upsampling
+
+    a = np.array([[0, 10], [255, 7]], np.uint8)
+    b = np.array([[3, 10], [0, 7]], np.uint8)
+    assert upsampling.distance(a, b) == ((3 + 255) / 4, 255)
+    assert upsampling.distance(a, a) == (0.0, 0)
