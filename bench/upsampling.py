@@ -12,7 +12,6 @@ Needs nvidia-nvimgcodec, torch (to synchronise the device), NumPy and Pillow.
 
 import argparse
 import pathlib
-import time
 
 from bench import common
 
@@ -44,7 +43,6 @@ def main():
     datas = [p.read_bytes() for p in files]
     pillow = [np.asarray(Image.open(p).convert("RGB")) for p in files]  # as stored: no EXIF rotation
     params = nvimgcodec.DecodeParams(apply_exif_orientation=False)
-    batch = next(common.batches_of(datas, args.batch))
     print(f"{len(files)} baseline colour JPEGs, batch {args.batch}; {common.utc_now()}; {common.gpu_info()}; "
           f"nvImageCodec {getattr(nvimgcodec, '__version__', '?')}\n\nCommand: `{common.command_line()}`\n")
     print(common.md_row(["option", "img/s", "median mean |diff| from Pillow", "worst mean", "worst max", "not compared"]))
@@ -59,21 +57,21 @@ def main():
                 skipped += 1
                 continue
             dists.append((*distance(got, want), p.name))
-        for _ in range(3):  # warm-up: the decoder sizes its buffers
-            dec.decode(batch, params=params)
-        torch.cuda.synchronize(args.gpu)
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < args.seconds:
+
+        def run(batch):
             dec.decode(batch, params=params)
             torch.cuda.synchronize(args.gpu)
-            n += len(batch)
-        rate = n / (time.perf_counter() - t0)
-        dists.sort()
-        worst = max(dists, default=(0, 0, "–"))
-        print(common.md_row([f"`{opt or name}`", f"{rate:,.0f}", f"{dists[len(dists) // 2][0]:.3f}" if dists else "–",
-                             f"{worst[0]:.3f} ({worst[2]})", str(max((d[1] for d in dists), default=0)), str(skipped)]),
-              flush=True)
 
+        batches = common.batches_of(datas, args.batch)
+        for _ in range(3):  # warm-up: the decoder sizes its buffers
+            run(next(batches))
+        rate = common.timed(run, batches, args.seconds)["images_per_sec"]
+        cells = ["–", "–", "–"]
+        if dists:
+            dists.sort()
+            cells = [f"{dists[len(dists) // 2][0]:.3f}", f"{dists[-1][0]:.3f} ({dists[-1][2]})",
+                     str(max(d[1] for d in dists))]
+        print(common.md_row([f"`{opt or name}`", f"{rate:,.0f}", *cells, str(skipped)]), flush=True)
 
 if __name__ == "__main__":
     main()
