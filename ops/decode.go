@@ -53,13 +53,13 @@ func init() {
 }
 
 type decodeOp struct {
-	color    Color
-	orient   bool
-	dctScale bool
-	bg       *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
-	cmyk     codec.CMYKRule
-	fastUp   bool  // jpeg_fancy_upsampling false: replicate chroma
-	sizer    Sizer // the only consumer, when it sizes from the input alone
+	color        Color
+	orient       bool
+	dctScale     bool
+	bg           *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
+	cmyk         codec.CMYKRule
+	fastUpsample bool  // jpeg_fancy_upsampling false: replicate chroma
+	sizer        Sizer // the only consumer, when it sizes from the input alone
 	// source: the only consumer is a resize with source_mode, which
 	// resamples each image as Pillow's Image.open holds it (Tensor.Mode).
 	source bool
@@ -70,7 +70,7 @@ func newDecode(a Args) (Op, error) {
 	if err != nil {
 		return nil, &ArgError{"color", err.Error()}
 	}
-	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale"), fastUp: !a.Bool("jpeg_fancy_upsampling")}
+	o := &decodeOp{color: col, orient: a.Bool("orient"), dctScale: a.Bool("dct_scale"), fastUpsample: !a.Bool("jpeg_fancy_upsampling")}
 	if a.Str("cmyk") == "opencv" {
 		o.cmyk = codec.CMYKOpenCV
 	}
@@ -171,7 +171,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk, FastUpsample: o.fastUp}
+	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk, FastUpsample: o.fastUpsample}
 	mode := codec.ModeDirect
 	if o.source {
 		// Four channels for the consumer alone; they count in held and,
