@@ -31,7 +31,9 @@
 #       (max_batch_size of every model, 256), GT_INSTANCES (KIND_GPU preprocess instances
 #       per GPU, 2: the README's recommendation), GT_CONSUMERS (consumer instances per GPU, 1), GT_GPUS (the GPUs of the
 #       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
-#       both), GT_CUDA_POOL (bytes per GPU, 8 GiB). Models load with explicit model
+#       both), GT_CUDA_POOL (bytes per GPU, 8 GiB), GT_FAST_UPSAMPLING=1 (the ImageNet
+#       models' decode replicates JPEG chroma: jpeg_fancy_upsampling false, compiled
+#       there with the carried sluice CLI; needs GT_PERF's build). Models load with explicit model
 #       control (all at start), so that the checks can unload and reload them.
 #       GT_PERF=1: perf_analyzer over gRPC with system shared memory for inputs and
 #       outputs, against preprocess_<kind> and ensemble_<kind> (GT_PERF_MODELS,
@@ -186,8 +188,10 @@ fill() {
 	printf '%s\n' "$text"
 }
 
+# write_models DIR MODEL: the repository in DIR, the ImageNet models
+# serving the compiled pipeline MODEL.
 write_models() {
-	local m=$1 pre=$ROOT/model_repository/preprocess_imagenet mb=${GT_MAX_BATCH:-256}
+	local m=$1 model=$2 pre=$ROOT/model_repository/preprocess_imagenet mb=${GT_MAX_BATCH:-256}
 	rm -rf "$m" && mkdir -p "$m" || return 1
 	# Preferred batch sizes: the client batch sizes perf_analyzer sends, and the largest.
 	local pref="" b
@@ -213,7 +217,7 @@ write_models() {
 			sfx=""
 			[ $form = bytes ] && sfx=_bytes
 			name=preprocess_$k$sfx
-			mkdir -p "$m/$name/1" && cp "$pre/1/model.sluice" "$m/$name/1/" || return 1
+			mkdir -p "$m/$name/1" && cp "$model" "$m/$name/1/model.sluice" || return 1
 			local edit=(-e "s/^name: .*/name: \"$name\"/" -e "s/^instance_group.*/$ig/"
 				-e "s/^max_batch_size: .*/max_batch_size: $mb/" -e "/^dynamic_batching {/,/^}/c\\$batching")
 			[ $form = bytes ] && edit+=(-e 's/data_type: TYPE_UINT8/data_type: TYPE_STRING/'
@@ -301,7 +305,19 @@ except Exception as e: print("torch: not importable:", e)'
 	[ -n "${GT_STUB:-}" ] || [ "$pyver" = 3.12 ] || echo "WARNING: python3 is $pyver but the carried stub is for 3.12"
 	local pysite; pysite=$("$py" -c 'import site; print(":".join(site.getsitepackages()))')
 
-	write_models "$gt/models" || return 1
+	local model=$ROOT/model_repository/preprocess_imagenet/1/model.sluice
+	if [ "${GT_FAST_UPSAMPLING:-0}" = 1 ]; then
+		# The shipped pipeline with decode's jpeg_fancy_upsampling false (JPEG
+		# chroma replicated, DALI's default), compiled by the carried CLI.
+		[ -f "$dir/sluice.xz" ] || { echo "GT_FAST_UPSAMPLING needs sluice.xz in $dir (GT_PERF's build)"; return 1; }
+		xz -dc "$dir/sluice.xz" >"$gt/sluice" && chmod +x "$gt/sluice" || return 1
+		sed 's/\(op: "decode"\)/\1 arg { name: "jpeg_fancy_upsampling" bool: false }/' \
+			"$ROOT/model_repository/preprocess_imagenet/1/pipeline.pbtxt" >"$gt/fast_upsampling.pbtxt" || return 1
+		grep -q 'name: "jpeg_fancy_upsampling" bool: false' "$gt/fast_upsampling.pbtxt" || { echo "could not set jpeg_fancy_upsampling"; return 1; }
+		"$gt/sluice" compile "$gt/fast_upsampling.pbtxt" -o "$gt/fast_upsampling.sluice" || return 1
+		model=$gt/fast_upsampling.sluice
+	fi
+	write_models "$gt/models" "$model" || return 1
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
 	if [ "${GT_CHECK:-1}" != 0 ] || [ "${GT_PERF:-0}" = 1 ]; then
 		"$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (the checks are tests/gpu_triton's tests)"; return 1; }
@@ -488,7 +504,7 @@ perf() {
 	{
 		echo "perf_analyzer 2.51.0 (the tritonclient wheel's), gRPC, \`--shared-memory system\` (inputs and outputs),"
 		echo "against tritonserver 2.51.0 on ${gpu:-no GPU}, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
-		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline, \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-2} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
+		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline$([ "${GT_FAST_UPSAMPLING:-0}" = 1 ] && echo ' with jpeg_fancy_upsampling false'), \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-2} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
 		echo "max_batch_size ${GT_MAX_BATCH:-256}, $(grep -h -o 'preferred_batch_size: \[[^]]*\]' "$gt/models/preprocess_$k/config.pbtxt"));"
 		echo "\`ensemble_$k*\` = it + \`consumer_$k\` (python backend, count ${GT_CONSUMERS:-1}: each image's mean of PIXELS, with torch"
 		echo "through DLPack where PIXELS is, else numpy); CUDA memory pool $(( ${GT_CUDA_POOL:-8589934592} >> 20 )) MiB."

@@ -26,14 +26,23 @@ type jpegPath struct {
 // lane is one batched-decode state with its own stream and pinned staging
 // for the encoded bytes.
 type lane struct {
-	st     *nvjpeg.State
+	main   callState
+	grey   callState // the greyscale JPEGs' call beside main's RGB one (created when first needed)
 	stream cuda.Stream
 	pinned []byte
+	staged [][]byte // the encoded bytes in pinned memory of each entry of order
+	order  []int    // the part, colour JPEGs first when greys take a call of their own
 	data   nvjpeg.Bitstreams
 	imgs   []nvjpeg.Image
-	inited int                 // batch size of the last BatchedInitialize
-	format nvjpeg.OutputFormat // and its output format
 	conv   yccConv
+}
+
+// callState is one nvJPEG batched state and the batch size and output
+// format of its last BatchedInitialize (zero: initialise again).
+type callState struct {
+	st     *nvjpeg.State
+	inited int
+	format nvjpeg.OutputFormat
 }
 
 // yccConv turns the YCbCr planes nvJPEG decodes colour images to into
@@ -52,12 +61,10 @@ type yccConv struct {
 // image in a colour pipeline, adds its conversion. A grey pipeline reads
 // the luma plane as the image, as libjpeg does.
 func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, dec ops.DecodeSpec) nvjpeg.Image {
-	var img nvjpeg.Image
 	if smp.sub == nvjpeg.CSSGray {
-		img.Channel[0] = uintptr(base) + uintptr(smp.off)
-		img.Pitch[0] = uint64(smp.w)
-		return img
+		return slot(smp, base, 1)
 	}
+	var img nvjpeg.Image
 	sx, sy := subsampling(smp.sub)
 	cw, ch := (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
 	y := uintptr(base) + uintptr(smp.planes)
@@ -79,6 +86,15 @@ func (c *yccConv) planes(smp *sample, base cuda.DevicePtr, dec ops.DecodeSpec) n
 	}
 	c.ycc = append(c.ycc, m)
 	c.maxW, c.maxH = max(c.maxW, smp.w), max(c.maxH, smp.h)
+	return img
+}
+
+// slot is sample smp's arena slot at base as nvJPEG's output: c
+// interleaved channels (one for a greyscale JPEG's luma, three for RGB).
+func slot(smp *sample, base cuda.DevicePtr, c int) nvjpeg.Image {
+	var img nvjpeg.Image
+	img.Channel[0] = uintptr(base) + uintptr(smp.off)
+	img.Pitch[0] = uint64(smp.w * c)
 	return img
 }
 
@@ -175,24 +191,29 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 	for range n {
 		l := new(lane)
 		j.lanes = append(j.lanes, l)
-		if l.st, err = j.h.NewState(); err != nil {
+		if err = j.newState(&l.main); err != nil {
 			return nil, err
 		}
 		if l.stream, err = cuda.NewStream(); err != nil {
 			return nil, err
 		}
-		if p == PathHardware {
-			// The engines then draw their buffers from a pool rather than
-			// allocating in the decode call (nvImageCodec measured more
-			// than 20% from this; here, hints of batch 256 did no better
-			// than nvImageCodec's minimal ones).
-			if err = j.h.BatchedPreAllocate(l.st, 1, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV); err != nil {
-				return nil, err
-			}
-		}
 		j.free.put(l)
 	}
 	return j, nil
+}
+
+// newState makes cs's nvJPEG state. The engines then draw their buffers
+// from a pool rather than allocating in the decode call (nvImageCodec
+// measured more than 20% from this; here, hints of batch 256 did no
+// better than nvImageCodec's minimal ones).
+func (j *jpegPath) newState(cs *callState) (err error) {
+	if cs.st, err = j.h.NewState(); err != nil {
+		return err
+	}
+	if j.path == PathHardware {
+		return j.h.BatchedPreAllocate(cs.st, 1, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV)
+	}
+	return nil
 }
 
 // supporter asks the hardware decoder whether it takes a JPEG: one per
@@ -265,7 +286,7 @@ func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.Dev
 				return
 			}
 			defer unbind()
-			errs <- l.decode(j.h, part, samples, base, f, dec, rgb)
+			errs <- l.decode(j, part, samples, base, f, dec, rgb)
 		}()
 	}
 	var first error
@@ -277,66 +298,116 @@ func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.Dev
 	return first
 }
 
-// decode decodes one part in one batched call and converts the colour
-// images to interleaved RGB — or, for a grey pipeline, reads the luma
-// plane as the image, as libjpeg does. With rgb, a part of colour JPEGs
-// only is decoded to interleaved RGB by nvJPEG itself (one output format
-// per call: a greyscale JPEG's slot holds one channel).
-func (l *lane) decode(h *nvjpeg.Handle, list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, rgb bool) error {
+// decode decodes one part and converts the colour images to interleaved
+// RGB — or, for a grey pipeline, reads the luma plane as the image, as
+// libjpeg does. With rgb, nvJPEG writes the colour JPEGs' RGB itself; one
+// call has one output format and a greyscale JPEG's slot holds one
+// channel, so the part's greyscale JPEGs then take a call of their own.
+func (l *lane) decode(j *jpegPath, list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, rgb bool) error {
 	if len(list) == 0 {
 		return nil
 	}
-	total := 0
-	for _, s := range list {
-		if samples[s].pinned == nil {
-			total += len(samples[s].src)
+	// l.order[:split] decode to RGB: with rgb, the colour JPEGs.
+	l.order = l.order[:0]
+	if rgb {
+		for _, s := range list {
+			if samples[s].sub != nvjpeg.CSSGray {
+				l.order = append(l.order, s)
+			}
 		}
-		rgb = rgb && samples[s].sub != nvjpeg.CSSGray
 	}
-	if err := growPinned(&l.pinned, total); err != nil {
+	split := len(l.order)
+	for _, s := range list {
+		if !rgb || samples[s].sub == nvjpeg.CSSGray {
+			l.order = append(l.order, s)
+		}
+	}
+	if err := l.stage(samples); err != nil {
 		return err
 	}
-	l.data.Reset()
-	l.imgs = l.imgs[:0]
 	l.conv.reset()
-	off := 0
-	for _, s := range list {
-		smp := &samples[s]
-		if smp.pinned != nil {
-			l.data.Add(smp.pinned)
-		} else {
-			n := copy(l.pinned[off:], smp.src)
-			l.data.Add(l.pinned[off : off+n])
-			off += n
-		}
-		if rgb {
-			var img nvjpeg.Image
-			img.Channel[0] = uintptr(base) + uintptr(smp.off)
-			img.Pitch[0] = uint64(smp.w * 3)
-			l.imgs = append(l.imgs, img)
-			continue
-		}
-		l.imgs = append(l.imgs, l.conv.planes(smp, base, dec))
-	}
-	format := nvjpeg.OutputYUV
-	if rgb {
-		format = nvjpeg.OutputRGBI
-	}
-	if l.inited != len(list) || l.format != format {
-		if err := h.BatchedInitialize(l.st, len(list), 1, format); err != nil {
+	if split > 0 {
+		if err := l.call(j, &l.main, 0, split, samples, base, dec, nvjpeg.OutputRGBI); err != nil {
 			return err
 		}
-		l.inited, l.format = len(list), format
 	}
-	if err := h.DecodeBatched(l.st, &l.data, l.imgs, l.stream); err != nil {
-		l.inited = 0 // the state may be half-used: initialise again
-		l.stream.Synchronize()
-		return err
+	if split < len(list) {
+		// A state of its own beside the RGB call's, so that neither is
+		// initialised again for the other's format.
+		cs := &l.main
+		if split > 0 {
+			cs = &l.grey
+			if cs.st == nil {
+				if err := j.newState(cs); err != nil {
+					return err
+				}
+			}
+		}
+		if err := l.call(j, cs, split, len(list), samples, base, dec, nvjpeg.OutputYUV); err != nil {
+			return err
+		}
 	}
 	if err := l.conv.launch(f, l.stream); err != nil {
 		return err
 	}
 	return l.stream.Synchronize()
+}
+
+// stage copies the encoded bytes of l.order's samples into pinned memory,
+// but for those the parsers staged already.
+func (l *lane) stage(samples []sample) error {
+	total := 0
+	for _, s := range l.order {
+		if samples[s].pinned == nil {
+			total += len(samples[s].src)
+		}
+	}
+	if err := growPinned(&l.pinned, total); err != nil {
+		return err
+	}
+	l.staged = l.staged[:0]
+	off := 0
+	for _, s := range l.order {
+		smp := &samples[s]
+		if smp.pinned != nil {
+			l.staged = append(l.staged, smp.pinned)
+			continue
+		}
+		n := copy(l.pinned[off:], smp.src)
+		l.staged = append(l.staged, l.pinned[off:off+n])
+		off += n
+	}
+	return nil
+}
+
+// call queues one batched decode on cs of l.order[from:to] in the given
+// output format: RGB into each slot, or YCbCr planes (a greyscale JPEG's
+// one plane in its slot) with their conversion gathered in l.conv.
+func (l *lane) call(j *jpegPath, cs *callState, from, to int, samples []sample, base cuda.DevicePtr, dec ops.DecodeSpec, format nvjpeg.OutputFormat) error {
+	l.data.Reset()
+	l.imgs = l.imgs[:0]
+	for i := from; i < to; i++ {
+		smp := &samples[l.order[i]]
+		l.data.Add(l.staged[i])
+		if format == nvjpeg.OutputRGBI {
+			l.imgs = append(l.imgs, slot(smp, base, 3))
+		} else {
+			l.imgs = append(l.imgs, l.conv.planes(smp, base, dec))
+		}
+	}
+	n := to - from
+	if cs.inited != n || cs.format != format {
+		if err := j.h.BatchedInitialize(cs.st, n, 1, format); err != nil {
+			return err
+		}
+		cs.inited, cs.format = n, format
+	}
+	if err := j.h.DecodeBatched(cs.st, &l.data, l.imgs, l.stream); err != nil {
+		cs.inited = 0 // the state may be half-used: initialise again
+		l.stream.Synchronize()
+		return err
+	}
+	return nil
 }
 
 func (j *jpegPath) close() {
@@ -352,8 +423,10 @@ func (l *lane) close() {
 	if l.stream != 0 {
 		l.stream.Synchronize()
 	}
-	if l.st != nil {
-		l.st.Close()
+	for _, cs := range []*callState{&l.main, &l.grey} {
+		if cs.st != nil {
+			cs.st.Close()
+		}
 	}
 	if l.pinned != nil {
 		cuda.MemFreeHost(l.pinned)
