@@ -33,7 +33,9 @@
 #       KIND_GPU instance groups, comma-separated: 0; 0,1 puts every KIND_GPU model on
 #       both), GT_CUDA_POOL (bytes per GPU, 8 GiB), GT_FAST_UPSAMPLING=1 (the ImageNet
 #       models' decode replicates JPEG chroma: jpeg_fancy_upsampling false, compiled
-#       there with the carried sluice CLI; needs GT_PERF's build). Models load with explicit model
+#       there with the carried sluice CLI; needs GT_PERF's build), GT_WORKERS (the KIND_GPU
+#       ImageNet models' workers parameter, unset: the default; README recommends half
+#       the cores for two instances). Models load with explicit model
 #       control (all at start), so that the checks can unload and reload them.
 #       GT_PERF=1: perf_analyzer over gRPC with system shared memory for inputs and
 #       outputs, against preprocess_<kind> and ensemble_<kind> (GT_PERF_MODELS,
@@ -223,6 +225,9 @@ write_models() {
 			[ $form = bytes ] && edit+=(-e 's/data_type: TYPE_UINT8/data_type: TYPE_STRING/'
 				-e 's/dims: \[ -1 \].*/dims: [ 1 ]/' -e '/allow_ragged_batch/d')
 			sed "${edit[@]}" "$pre/config.pbtxt" >"$m/$name/config.pbtxt"
+			if [ $kind = GPU ] && [ -n "${GT_WORKERS:-}" ]; then
+				echo "parameters { key: \"workers\" value { string_value: \"$GT_WORKERS\" } }" >>"$m/$name/config.pbtxt"
+			fi
 			local want
 			for want in "kind: KIND_$kind" "max_batch_size: $mb" "preferred_batch_size" \
 				"data_type: $([ $form = bytes ] && echo TYPE_STRING || echo TYPE_UINT8)"; do
@@ -504,7 +509,7 @@ perf() {
 	{
 		echo "perf_analyzer 2.51.0 (the tritonclient wheel's), gRPC, \`--shared-memory system\` (inputs and outputs),"
 		echo "against tritonserver 2.51.0 on ${gpu:-no GPU}, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
-		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline$([ "${GT_FAST_UPSAMPLING:-0}" = 1 ] && echo ' with jpeg_fancy_upsampling false'), \`KIND_$kind\`, count $([ $kind = GPU ] && echo "${GT_INSTANCES:-2} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
+		echo "Models: \`preprocess_$k*\` (the ImageNet pipeline$([ "${GT_FAST_UPSAMPLING:-0}" = 1 ] && echo ' with jpeg_fancy_upsampling false'), \`KIND_$kind\`$([ $kind = GPU ] && [ -n "${GT_WORKERS:-}" ] && echo ", workers $GT_WORKERS"), count $([ $kind = GPU ] && echo "${GT_INSTANCES:-2} on each of GPUs ${GT_GPUS:-0}" || echo 1),"
 		echo "max_batch_size ${GT_MAX_BATCH:-256}, $(grep -h -o 'preferred_batch_size: \[[^]]*\]' "$gt/models/preprocess_$k/config.pbtxt"));"
 		echo "\`ensemble_$k*\` = it + \`consumer_$k\` (python backend, count ${GT_CONSUMERS:-1}: each image's mean of PIXELS, with torch"
 		echo "through DLPack where PIXELS is, else numpy); CUDA memory pool $(( ${GT_CUDA_POOL:-8589934592} >> 20 )) MiB."
