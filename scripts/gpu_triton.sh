@@ -316,10 +316,10 @@ except Exception as e: print("torch: not importable:", e)'
 		# chroma replicated, DALI's default), compiled by the carried CLI.
 		[ -f "$dir/sluice.xz" ] || { echo "GT_FAST_UPSAMPLING needs sluice.xz in $dir (GT_PERF's build)"; return 1; }
 		xz -dc "$dir/sluice.xz" >"$gt/sluice" && chmod +x "$gt/sluice" || return 1
-		sed 's/\(op: "decode"\)/\1 arg { name: "jpeg_fancy_upsampling" bool: false }/' \
-			"$ROOT/model_repository/preprocess_imagenet/1/pipeline.pbtxt" >"$gt/fast_upsampling.pbtxt" || return 1
-		grep -q 'name: "jpeg_fancy_upsampling" bool: false' "$gt/fast_upsampling.pbtxt" || { echo "could not set jpeg_fancy_upsampling"; return 1; }
-		"$gt/sluice" compile "$gt/fast_upsampling.pbtxt" -o "$gt/fast_upsampling.sluice" || return 1
+		local fast
+		fast=$("$py" -c 'import sys; from bench import common; print(common.fast_upsampling_pipeline(*sys.argv[1:]))' \
+			"$ROOT/model_repository/preprocess_imagenet/1/pipeline.pbtxt" "$gt") || return 1
+		"$gt/sluice" compile "$fast" -o "$gt/fast_upsampling.sluice" || return 1
 		model=$gt/fast_upsampling.sluice
 	fi
 	write_models "$gt/models" "$model" || return 1
