@@ -325,13 +325,25 @@ func (l *lane) decode(j *jpegPath, list []int, samples []sample, base cuda.Devic
 	if err := l.stage(samples); err != nil {
 		return err
 	}
+	err := l.queue(j, split, samples, base, f, dec)
+	// After an error too: nothing queued for this part may still write
+	// its slots when the caller decodes it again elsewhere.
+	if serr := l.stream.Synchronize(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// queue queues the part's calls on the lane's stream, l.order[:split] to
+// RGB and the rest to planes, then their conversion.
+func (l *lane) queue(j *jpegPath, split int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
 	l.conv.reset()
 	if split > 0 {
 		if err := l.call(j, &l.main, 0, split, samples, base, dec, nvjpeg.OutputRGBI); err != nil {
 			return err
 		}
 	}
-	if split < len(list) {
+	if split < len(l.order) {
 		// A state of its own beside the RGB call's, so that neither is
 		// initialised again for the other's format.
 		cs := &l.main
@@ -343,14 +355,11 @@ func (l *lane) decode(j *jpegPath, list []int, samples []sample, base cuda.Devic
 				}
 			}
 		}
-		if err := l.call(j, cs, split, len(list), samples, base, dec, nvjpeg.OutputYUV); err != nil {
+		if err := l.call(j, cs, split, len(l.order), samples, base, dec, nvjpeg.OutputYUV); err != nil {
 			return err
 		}
 	}
-	if err := l.conv.launch(f, l.stream); err != nil {
-		return err
-	}
-	return l.stream.Synchronize()
+	return l.conv.launch(f, l.stream)
 }
 
 // stage copies the encoded bytes of l.order's samples into pinned memory,
@@ -404,7 +413,6 @@ func (l *lane) call(j *jpegPath, cs *callState, from, to int, samples []sample, 
 	}
 	if err := j.h.DecodeBatched(cs.st, &l.data, l.imgs, l.stream); err != nil {
 		cs.inited = 0 // the state may be half-used: initialise again
-		l.stream.Synchronize()
 		return err
 	}
 	return nil
