@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/sluice-dev/sluice/ops"
@@ -27,7 +26,7 @@ func TestAutoCompleteEmpty(t *testing.T) {
 			!m.Inputs[0].AllowRaggedBatch || m.Outputs[0].String() != "PIXELS TYPE_FP32 [3, 224, 224]" {
 			t.Errorf("model %d %v %v", m.MaxBatchSize, m.Inputs, m.Outputs)
 		}
-		if m.Params.Workers != runtime.GOMAXPROCS(0) || m.Params.Limits != ops.DefaultLimits {
+		if m.Params.Workers != 0 || m.Params.Limits != ops.DefaultLimits {
 			t.Errorf("default params %+v", m.Params)
 		}
 	}

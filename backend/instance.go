@@ -111,7 +111,7 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		exec.Close()
 		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s: the model is unloading", name)}
 	}
-	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("device", device), zap.Int("workers", m.Params.Workers))
+	inst.log.Debug("sluice instance created", zap.String("kind", kind), zap.Int("device", device), zap.Int("workers", exec.Workers()))
 	return inst, nil
 }
 

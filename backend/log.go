@@ -32,13 +32,22 @@ func logModel(l *zap.Logger, m *Model, file string) {
 		zap.Stringers("inputs", m.Inputs),
 		zap.Stringers("outputs", m.Outputs),
 		zap.Int64("max_batch_size", m.MaxBatchSize),
-		zap.Int("workers", m.Params.Workers),
+		workersField(m.Params.Workers),
 		zap.Int("max_image_pixels", m.Params.Limits.MaxPixels),
 		zap.Int64("max_image_work", m.Params.Limits.MaxWork),
 		zap.Int64("max_image_memory", m.Params.Limits.MaxMemory),
 		zap.Int("max_image_bytes", m.Params.Limits.MaxBytes),
 		zap.Bool("auto_completed", m.NewConfig != nil),
 	)
+}
+
+// workersField is the workers parameter, left out when the executor
+// decides.
+func workersField(n int) zap.Field {
+	if n == 0 {
+		return zap.Skip()
+	}
+	return zap.Int("workers", n)
 }
 
 // logRequestError logs one failed request at Debug. Check first, so that

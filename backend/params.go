@@ -2,7 +2,6 @@ package backend
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,9 @@ type Params struct {
 	// Pipeline names the definition file in the version folder; empty
 	// means model.sluice, else pipeline.pbtxt.
 	Pipeline string
-	// Workers is the number of images one instance processes at once.
+	// Workers is the number of images one instance processes at once; 0
+	// (the default) leaves it to the executor: every core, which KIND_GPU
+	// instances of one GPU share while their batches run together.
 	Workers int
 	// Limits bound each image, checked before anything is allocated.
 	Limits ops.Limits
@@ -87,7 +88,7 @@ const maxWorkers = 1024
 // than being ignored: a misspelt "max_image_pixel" must not silently leave
 // the default limit in place.
 func parseParams(p map[string]string) (Params, error) {
-	out := Params{Workers: runtime.GOMAXPROCS(0), Limits: ops.DefaultLimits, HWShare: -1, MaxBatchBytes: DefaultMaxBatchBytes,
+	out := Params{Limits: ops.DefaultLimits, HWShare: -1, MaxBatchBytes: DefaultMaxBatchBytes,
 		RequestQuota: ops.DefaultRequestQuota, BatchQuota: ops.DefaultBatchQuota}
 	names := make([]string, 0, len(p))
 	for k := range p {

@@ -175,12 +175,13 @@ func (h Header) HuffmanProgressive() bool {
 	return h.jpeg.sof == 0xC2 && (h.jpeg.components == 1 || h.jpeg.components == 3) && !h.jpeg.pending
 }
 
-// UnitSampling reports a JPEG whose components all have sampling factors
-// 1x1. A greyscale JPEG may say otherwise (its one component's blocks are
-// coded the same either way, and libjpeg ignores the factors), but the
-// hardware JPEG engines of an H200 (driver 580) decode one with 2x2 factors
-// wrongly.
-func (h Header) UnitSampling() bool { return h.jpeg.unit }
+// GreyFactorsAt is where a greyscale JPEG's sampling-factor byte lies in
+// the file when it says other than 1x1, else 0. Its one component's blocks
+// are coded the same whatever the factors (a one-component scan's unit is
+// one block, and libjpeg ignores them), but the hardware JPEG engines of an
+// H200 (driver 580) decode one saying 2x2 wrongly: the GPU executor gives
+// them a copy that says 1x1.
+func (h Header) GreyFactorsAt() int { return h.jpeg.greyFactorsAt }
 
 // Components is a JPEG's colour component count; 0 for other formats.
 func (h Header) Components() int { return h.jpeg.components }

@@ -76,8 +76,9 @@ type jpegLayout struct {
 	// refined to their last bit, which libjpeg decodes with block
 	// smoothing.
 	pending bool
-	// unit: every component has sampling factors 1x1.
-	unit bool
+	// greyFactorsAt: where a one-component JPEG's sampling-factor byte
+	// lies in the file when it says other than 1x1; 0 otherwise.
+	greyFactorsAt int
 }
 
 // process names the coding process of a SOF marker for messages.
@@ -234,7 +235,7 @@ func (s *jpegScan) walk(b []byte, maxPixels int, comps *[maxFrameComps]frameComp
 			if s.layout.sof != 0 {
 				return formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOF markers")
 			}
-			if err := s.readSOF(m, seg, comps); err != nil {
+			if err := s.readSOF(m, seg, pos-n+2, comps); err != nil {
 				return err
 			}
 			// Check the size now: a forged header must not cost a walk
@@ -267,7 +268,8 @@ func endedEarly(sawSOS bool) *Error {
 	return formatErr(Truncated, "JPEG", "JPEG data ends early, inside the headers")
 }
 
-func (s *jpegScan) readSOF(m byte, seg []byte, comps *[maxFrameComps]frameComp) *Error {
+// readSOF reads a frame header, seg, which starts at offset at of the file.
+func (s *jpegScan) readSOF(m byte, seg []byte, at int, comps *[maxFrameComps]frameComp) *Error {
 	if len(seg) < 6 {
 		return formatErr(Corrupt, "JPEG", "bogus JPEG SOF length %d", len(seg))
 	}
@@ -294,7 +296,9 @@ func (s *jpegScan) readSOF(m byte, seg []byte, comps *[maxFrameComps]frameComp) 
 		c.id, c.h, c.v = seg[6+3*i], max(int(seg[7+3*i]>>4), 1), max(int(seg[7+3*i]&0x0F), 1)
 		hmax, vmax = max(hmax, c.h), max(vmax, c.v)
 	}
-	s.layout.unit = hmax == 1 && vmax == 1
+	if nc == 1 && seg[7] != 0x11 {
+		s.layout.greyFactorsAt = at + 7
+	}
 	// A component has h×v blocks in each MCU of 8hmax × 8vmax pixels.
 	mcus := ((s.width + 8*hmax - 1) / (8 * hmax)) * ((s.height + 8*vmax - 1) / (8 * vmax))
 	for i := 0; i < nc && i < maxFrameComps; i++ {

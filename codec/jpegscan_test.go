@@ -570,9 +570,9 @@ func wantHeaderFlag(t *testing.T, name string, method func(Header) bool, cases [
 	}
 }
 
-// TestJPEGUnitSampling: a greyscale JPEG sampled 1x1 and 4:4:4 colour have
-// unit sampling; the same grey image saying 2x2, and 4:2:0 colour, do not.
-func TestJPEGUnitSampling(t *testing.T) {
+// TestJPEGGreyFactors: the same grey image saying 2x2 sampling has its
+// factors' byte found; saying 1x1, and colour JPEGs, have none.
+func TestJPEGGreyFactors(t *testing.T) {
 	grey := image.NewGray(image.Rect(0, 0, 40, 24))
 	for i := range grey.Pix {
 		grey.Pix[i] = byte(i * 7)
@@ -588,8 +588,11 @@ func TestJPEGUnitSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHeaderFlag(t, "UnitSampling", Header.UnitSampling, []flagCase{{"grey 1x1", g11, true}, {"grey 2x2", g22, false},
-		{"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), false}})
+	at := func(h Header) bool { return h.GreyFactorsAt() == i+11 }
+	none := func(h Header) bool { return h.GreyFactorsAt() == 0 }
+	wantHeaderFlag(t, "GreyFactorsAt at the SOF's factors", at, []flagCase{{"grey 2x2", g22, true}, {"grey 1x1", g11, false}})
+	wantHeaderFlag(t, "GreyFactorsAt 0", none, []flagCase{{"grey 1x1", g11, true}, {"grey 2x2", g22, false},
+		{"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), true}})
 	// libjpeg decodes both grey files alike: the factors change nothing.
 	a, b := mustDecode(t, g11, Options{Color: Gray}), mustDecode(t, g22, Options{Color: Gray})
 	if !bytes.Equal(a.Pix, b.Pix) {

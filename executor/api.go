@@ -157,7 +157,8 @@ type Counter struct {
 // Options tune an executor. The zero value is usable.
 type Options struct {
 	// Workers is the number of CPU threads working on a batch (on the
-	// GPU: decoding); 0 means GOMAXPROCS.
+	// GPU: decoding); 0 means GOMAXPROCS, which a GPU executor shares
+	// with the other executors on its GPU that have a batch in flight.
 	Workers int
 	// Limits bound each sample; the zero value means ops.DefaultLimits.
 	Limits ops.Limits

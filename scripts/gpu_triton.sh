@@ -34,8 +34,8 @@
 #       both), GT_CUDA_POOL (bytes per GPU, 8 GiB), GT_FAST_UPSAMPLING=1 (the ImageNet
 #       models' decode replicates JPEG chroma: jpeg_fancy_upsampling false, compiled
 #       there with the carried sluice CLI; needs GT_PERF's build), GT_WORKERS (the KIND_GPU
-#       ImageNet models' workers parameter, unset: the default; README recommends half
-#       the cores for two instances). Models load with explicit model
+#       ImageNet models' workers parameter; unset: the default, the cores shared among
+#       the instances with a batch in flight). Models load with explicit model
 #       control (all at start), so that the checks can unload and reload them.
 #       GT_PERF=1: perf_analyzer over gRPC with system shared memory for inputs and
 #       outputs, against preprocess_<kind> and ensemble_<kind> (GT_PERF_MODELS,

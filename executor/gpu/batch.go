@@ -167,8 +167,7 @@ func (e *Executor) stageSrc(smp *sample) {
 	}
 	n := len(smp.src)
 	off := int(e.srcUsed.Add(int64(n))) - n
-	smp.pinned = e.srcs[off : off+n : off+n]
-	copy(smp.pinned, smp.src)
+	smp.pinned = stageJPEG(e.srcs[off:off+n], smp)
 }
 
 // input takes sample s of a decoded-image input: its shape checked as the
@@ -449,7 +448,7 @@ func (e *Executor) parallel(n int, fn func(w *cpuWorker, i int)) {
 	})
 }
 
-// spread runs body on min(n, Workers) threads, thread t of them with the
+// spread runs body on min(n, threads()) threads, thread t of them with the
 // executor's context current when bound; next hands out 0..n-1 once each.
 func (e *Executor) spread(n int, body func(bound bool, t int, next func() (int, bool))) {
 	var at atomic.Int64
@@ -458,7 +457,7 @@ func (e *Executor) spread(n int, body func(bound bool, t int, next func() (int, 
 		return i, i < n
 	}
 	var wg sync.WaitGroup
-	k := min(n, len(e.parsers))
+	k := min(n, e.threads())
 	wg.Add(k)
 	for t := range k {
 		go func() {

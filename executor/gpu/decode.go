@@ -382,9 +382,8 @@ func (l *lane) stage(samples []sample) error {
 			l.staged = append(l.staged, smp.pinned)
 			continue
 		}
-		n := copy(l.pinned[off:], smp.src)
-		l.staged = append(l.staged, l.pinned[off:off+n])
-		off += n
+		l.staged = append(l.staged, stageJPEG(l.pinned[off:], smp))
+		off += len(smp.src)
 	}
 	return nil
 }

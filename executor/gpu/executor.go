@@ -1,12 +1,11 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
 // JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
 // JPEG engines (all of them unless HWShare moves a share of the batch's
-// pixels to the CPU workers); greyscale ones sampled other than 1x1,
-// progressive JPEGs and those moved to nvJPEG's decoupled decoder on the
-// CPU workers (Huffman decoding on the worker's thread, over a megapixel
-// on the GPU, the rest on the GPU); CMYK, arithmetic-coded JPEGs, the other formats and
-// whatever nvJPEG rejects to libjpeg-turbo or the format's decoder on the
-// CPU workers, uploaded; a decoded-image input is uploaded as it came, or
+// pixels to the CPU workers); progressive JPEGs and those moved to nvJPEG's
+// decoupled decoder on the CPU workers (Huffman decoding on the worker's
+// thread, over a megapixel on the GPU, the rest on the GPU); CMYK,
+// arithmetic-coded JPEGs, the other formats and whatever nvJPEG rejects to
+// libjpeg-turbo or the format's decoder on the CPU workers, uploaded; a decoded-image input is uploaded as it came, or
 // read in place when it is in this GPU's memory. Headers are read on the
 // executor's own parser threads, which also copy the JPEGs of nvJPEG's
 // batched calls to pinned memory; then all paths run at once, and one
@@ -91,7 +90,8 @@ type Executor struct {
 	main           cuda.Stream
 	svc            *service  // the GPU's decoders, shared with its other executors
 	hw             *jpegPath // svc's hardware decoder; nil without JPEG engines or with HWShare 0
-	parsers        []*parser // one per CPU thread this executor runs at once
+	parsers        []*parser // one per CPU thread this executor may run at once
+	shared         bool      // Workers was left to the executor: threads shares the cores
 	mem            arena
 	desc           []byte // pinned: the batch's kernel descriptors
 	descOff        int    // arena offset of the part's descriptors
@@ -138,13 +138,14 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if err != nil {
 		return nil, err
 	}
-	if opt.Workers <= 0 {
+	shared := opt.Workers <= 0
+	if shared {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
 	}
-	e = &Executor{prog: prog, chain: ch, opt: opt, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare)}
+	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare)}
 	rest := prog.Nodes[1:]
 	if ch.decoded {
 		// No decode: an image fails at its input, and the kernel is all.
@@ -253,9 +254,23 @@ func (e *Executor) bind() (func(), error) {
 // Device is the GPU ordinal the executor runs on.
 func (e *Executor) Device() int { return e.opt.Device }
 
-// Workers is the number of CPU threads the executor runs at once: its own
+// Workers is the most CPU threads the executor runs at once: its own
 // parsers, and as many decode workers drawn from its GPU's shared pool.
 func (e *Executor) Workers() int { return len(e.parsers) }
+
+// threads is how many threads a batch's step runs on now: Workers when it
+// was set, else the cores shared out among the GPU's executors with a
+// batch in flight. Two instances of 16 threads each on 16 cores ran
+// progressive JPEGs 15-22% slower than with 8 each (docs/perf.md,
+// 2026-12-02 10:35 UTC); one instance alone still gets every core.
+func (e *Executor) threads() int {
+	n := len(e.parsers)
+	if !e.shared {
+		return n
+	}
+	busy := max(int(e.svc.busy.Load()), 1)
+	return max((n+busy-1)/busy, 1)
+}
 
 // SampleBytes is the byte size of one sample of output i.
 func (e *Executor) SampleBytes(i int) int { return e.sampleBytes[i] }
@@ -395,6 +410,8 @@ func (e *Executor) RunDevice(in [][][]byte, dev [][]executor.DevSpan, dims [][][
 	if n == 0 {
 		return nil
 	}
+	e.svc.busy.Add(1)
+	defer e.svc.busy.Add(-1)
 	unbind, err := e.bind()
 	if err != nil {
 		return err

@@ -71,12 +71,10 @@ func corpusFiles(t *testing.T) []string {
 // ids 'R', 'G', 'B'); and chroma subsamplings other than 4:4:4, 4:2:2,
 // 4:2:0 and 4:4:0. The rest go to nvJPEG: progressive ones to its
 // decoupled decoder (Huffman on a CPU thread), the others to the engines
-// or the decoupled decoder, but greyscale ones whose component is sampled
-// other than 1x1, which never go to the engines.
+// or the decoupled decoder.
 type route struct {
 	cpu         string // why the CPU; "" for nvJPEG
 	gray        bool
-	grayOdd     bool // greyscale, sampling factors other than 1x1
 	progressive bool
 	// either: factors other than the usual ones (luma 2x2 with chroma
 	// 1x2 is 4:2:2 by its ratios) that nvJPEG may or may not report as
@@ -119,7 +117,7 @@ func routeOf(b []byte) route {
 			}
 			switch seg[5] {
 			case 1:
-				return route{gray: true, grayOdd: seg[7] != 0x11, progressive: prog}
+				return route{gray: true, progressive: prog}
 			case 3:
 			default:
 				return route{cpu: fmt.Sprintf("%d components", seg[5])}
@@ -468,8 +466,8 @@ func hardwareDecoder(t *testing.T) bool {
 // pathCounts are the images a run should have decoded on each path, by
 // their routes.
 type pathCounts struct {
-	nvjpeg, grayOdd, cpu, huffman, either int
-	cpuFiles                              []string // "name (why)"
+	nvjpeg, cpu, huffman, either int
+	cpuFiles                     []string // "name (why)"
 }
 
 func (p *pathCounts) add(file string, r route) {
@@ -480,9 +478,6 @@ func (p *pathCounts) add(file string, r route) {
 		p.cpu++
 	case r.progressive:
 		p.huffman++
-	case r.grayOdd:
-		p.grayOdd++
-		p.nvjpeg++
 	default:
 		p.nvjpeg++
 	}
@@ -494,7 +489,7 @@ func (p *pathCounts) add(file string, r route) {
 // check compares the executor's decode counts with the routes (route.go):
 // the CPU decoded exactly the images that need it (no fallback of
 // others); the hardware engines took some when they are on, none when
-// off, and no greyscale JPEG sampled other than 1x1; with nvJPEG's
+// off, and no progressive JPEG; with nvJPEG's
 // decoupled decoder, it took every progressive JPEG and the baseline ones
 // the engines did not, and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
@@ -515,13 +510,12 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 		t.Errorf("the hardware decoder is on but decoded nothing (hybrid %d, decoupled %d, cpu %d)", hy, dec, cpu)
 	case !hwOn && hw != 0:
 		t.Errorf("the hardware decoder is off but decoded %d images", hw)
-	case hw > p.nvjpeg-p.grayOdd+p.either:
-		t.Errorf("the hardware decoder took %d images; only %d baseline JPEGs may go there (not the %d greyscale ones sampled other than 1x1)",
-			hw, p.nvjpeg-p.grayOdd, p.grayOdd)
+	case hw > p.nvjpeg+p.either:
+		t.Errorf("the hardware decoder took %d images; only %d baseline JPEGs may go there", hw, p.nvjpeg+p.either)
 	}
 	if !nvjpeg.Decoupled() {
-		if dec != 0 || hy < p.grayOdd {
-			t.Errorf("without the decoupled decoder: decoupled %d (want 0), hybrid %d (at least the %d greyscale sampled other than 1x1)", dec, hy, p.grayOdd)
+		if dec != 0 {
+			t.Errorf("without the decoupled decoder: decoupled %d, want 0", dec)
 		}
 		return
 	}

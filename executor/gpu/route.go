@@ -10,7 +10,7 @@ import (
 // CPU workers, and the fallbacks after a decoder failed on it.
 //
 //	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest)
-//	  greyscale with sampling factors other than 1x1: decoupled (the engines decode it wrongly)
+//	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         decoupled
 //	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
 //	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
@@ -54,21 +54,29 @@ func (e *Executor) route(z *parser, smp *sample) {
 	if err != nil {
 		return
 	}
-	// The engines decode a greyscale JPEG right only when its one
-	// component says 1x1 sampling (on an H200 with driver 580, one saying
-	// 2x2 came out 39 levels off on average; nvjpeg's TestGPUHardwareGrey):
-	// the others stay on the CPU workers.
-	engines := true
 	switch info.Subsampling {
 	case nvjpeg.CSSGray:
 		smp.c = 1
-		engines = smp.hdr.UnitSampling()
+		smp.factorsAt = smp.hdr.GreyFactorsAt()
 	case nvjpeg.CSS444, nvjpeg.CSS422, nvjpeg.CSS420, nvjpeg.CSS440:
 	default:
 		return
 	}
-	smp.hw = engines && smp.hdr.HuffmanSequential() && e.hw != nil && z.hw.supported(smp.src)
+	smp.hw = smp.hdr.HuffmanSequential() && e.hw != nil && z.hw.supported(smp.src)
 	smp.path, smp.sub = path, info.Subsampling
+}
+
+// stageJPEG copies smp's JPEG into dst for one of nvJPEG's batched calls,
+// a greyscale one saying 1x1 sampling: its one component's blocks are
+// coded the same whatever the factors, and the engines decode one saying
+// 2x2 wrongly (on an H200 with driver 580, a corpus photo came out 39
+// levels off on average; nvjpeg's TestGPUHardwareGrey). dst must hold it.
+func stageJPEG(dst []byte, smp *sample) []byte {
+	n := copy(dst, smp.src)
+	if smp.factorsAt > 0 {
+		dst[smp.factorsAt] = 0x11
+	}
+	return dst[:n:n]
 }
 
 // huffmanPath is the decoupled state a sample of w*h pixels uses: one

@@ -1,7 +1,10 @@
 package gpu
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"slices"
 	"testing"
 
@@ -59,6 +62,79 @@ func TestGPURGBJPEG(t *testing.T) {
 	}
 }
 
+// TestGPUGreyFactors: greyscale JPEGs whose one component says 2x2
+// sampling go to the engines, in a batch beside the same images saying
+// 1x1, and come out as the CPU executor's; the batch's sources are left as
+// they came (the engines read a copy saying 1x1).
+func TestGPUGreyFactors(t *testing.T) {
+	gputest.Require(t)
+	var in [][]byte
+	for _, sz := range [][2]int{{256, 192}, {333, 250}, {640, 480}} {
+		g := image.NewGray(image.Rect(0, 0, sz[0], sz[1]))
+		for i := range g.Pix {
+			x, y := i%sz[0], i/sz[0]
+			g.Pix[i] = byte((x*3 + y*5 + (x*y)%17) % 256)
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, g, &jpeg.Options{Quality: 90}); err != nil {
+			t.Fatal(err)
+		}
+		odd := bytes.Clone(buf.Bytes())
+		i := bytes.Index(odd, []byte{0xFF, 0xC0})
+		if i < 0 || odd[i+9] != 1 || odd[i+11] != 0x11 {
+			t.Fatal("no one-component SOF0 sampled 1x1")
+		}
+		odd[i+11] = 0x22
+		in = append(in, odd, buf.Bytes())
+	}
+	orig := make([][]byte, len(in))
+	for i, b := range in {
+		orig[i] = bytes.Clone(b)
+	}
+	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
+	cpu, err := executor.New(compile(t, text), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	g, err := New(compile(t, text), executor.Options{HWShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.hw == nil {
+		t.Skip("this GPU has no JPEG engines")
+	}
+	want, err := cpu.Run([][][]byte{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.Run([][][]byte{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range in {
+		if got.Errs[s] != nil || want.Errs[s] != nil {
+			t.Fatalf("image %d: GPU %v, CPU %v", s, got.Errs[s], want.Errs[s])
+		}
+		if !bytes.Equal(in[s], orig[s]) {
+			t.Errorf("image %d: the batch's source was changed", s)
+		}
+		if p := g.samples[s].path; p != PathHardware {
+			t.Errorf("image %d (factors %s): decoded on the %s path, want hardware", s, map[bool]string{true: "2x2", false: "1x1"}[s%2 == 0], p)
+		}
+	}
+	spec := got.Outputs[0].Spec
+	per := spec.Elems()
+	all, ref := values(got.Outputs[0].Data, spec.DType), values(want.Outputs[0].Data, spec.DType)
+	for s := range in {
+		mean, mx := compare(all[s*per:(s+1)*per], ref[s*per:(s+1)*per], spec, cases()[0])
+		if mean > 0.5 || mx > 4 {
+			t.Errorf("image %d: mean |diff| %.3f, max %.2f from the CPU on the 0..255 scale (bounds 0.5, 4)", s, mean, mx)
+		}
+	}
+}
+
 // TestSplitter: the share of the pixels, what the CPU workers have already
 // counted against theirs, rounded up to whole rounds of the engines'
 // cores; a negative one is the default.
@@ -88,6 +164,24 @@ func TestSplitter(t *testing.T) {
 	}
 	if n := sp.count(nil, 500, 4); n != 0 {
 		t.Errorf("no engine-decodable image: %d", n)
+	}
+}
+
+// TestThreads: left to the executor, a batch's threads are the cores
+// shared out among the GPU's executors with a batch in flight, rounded up;
+// a Workers that was set is kept whatever the others do.
+func TestThreads(t *testing.T) {
+	svc := &service{}
+	e := &Executor{svc: svc, parsers: make([]*parser, 16), shared: true}
+	for busy, want := range map[int32]int{0: 16, 1: 16, 2: 8, 3: 6, 16: 1, 40: 1} {
+		svc.busy.Store(busy)
+		if n := e.threads(); n != want {
+			t.Errorf("%d executors busy: %d threads, want %d", busy, n, want)
+		}
+	}
+	e.shared = false
+	if n := e.threads(); n != 16 {
+		t.Errorf("Workers set to 16 with 40 executors busy: %d threads", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package gpu
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/debounce"
@@ -24,6 +25,9 @@ type service struct {
 	huff *huffman
 	cpu  []*cpuWorker
 	free *pool[*cpuWorker]
+	// busy counts the executors with a batch in flight, which share the
+	// cores (Executor.threads).
+	busy atomic.Int32
 
 	// The idle sweep (sweep), noted when a worker that grew comes back;
 	// mu orders it against close.

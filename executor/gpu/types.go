@@ -28,8 +28,11 @@ type sample struct {
 	sub    nvjpeg.Subsampling
 	hw     bool   // the hardware decoder takes it
 	pinned []byte // src copied to pinned memory at parse, for a batched nvJPEG call; nil if not
-	stage  int    // arena offset of the image output's staging (host or another GPU's destination); -1 if none
-	geom   ops.Geom
+	// factorsAt: the sampling-factor byte a batched call's copy of a
+	// greyscale JPEG says 1x1 in (stageJPEG); 0 for none
+	factorsAt int
+	stage     int // arena offset of the image output's staging (host or another GPU's destination); -1 if none
+	geom      ops.Geom
 }
 
 // Path names a decoder path, for statistics.
