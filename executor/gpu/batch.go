@@ -302,7 +302,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		cpuPx += e.samples[s].w * e.samples[s].h
 	}
 	e.hwPx = px
-	if k := e.split.count(px, cpuPx, cores); k < len(hwList) {
+	if k := e.split.count(px, cpuPx, cores, int(e.svc.busy.Load())); k < len(hwList) {
 		// The rest take the route they were given: decoupled on the CPU
 		// workers, or the batched hybrid decoder without it.
 		for _, s := range hwList[k:] {

@@ -145,7 +145,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
 	}
-	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare)}
+	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare, shared)}
 	rest := prog.Nodes[1:]
 	if ch.decoded {
 		// No decode: an image fails at its input, and the kernel is all.

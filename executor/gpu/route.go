@@ -109,6 +109,9 @@ type splitter struct {
 	// full of progressive JPEGs sends every colour baseline JPEG to the
 	// engines.
 	share float64
+	// auto: left to the executor, whose threads share the cores; then
+	// busyHWShare applies while other executors of the GPU are busy too.
+	auto bool
 }
 
 // DefaultHWShare is executor.Options.HWShare's default here: every colour
@@ -119,18 +122,33 @@ type splitter struct {
 // share to make both routes finish together was no faster than either.
 const DefaultHWShare = 1.0
 
-func newSplitter(configured float64) splitter {
+// busyHWShare is the default share while two or more executors of the GPU
+// have a batch in flight and share its cores (Executor.threads): each then
+// leaves the other cores, and the CPU workers' route adds to the engines.
+// Measured on an H200, two instances: 2-9% more colour baseline JPEGs a
+// second at batches 64 and 256 than a share of 1 (docs/perf.md, 2026-12-02
+// 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
+const busyHWShare = 0.75
+
+// newSplitter takes executor.Options.HWShare (negative: the default);
+// shared says the executor's threads share the cores with its GPU's other
+// executors.
+func newSplitter(configured float64, shared bool) splitter {
 	if configured < 0 {
-		configured = DefaultHWShare
+		return splitter{share: DefaultHWShare, auto: shared}
 	}
 	return splitter{share: min(configured, 1)}
 }
 
 // count is how many of the engine-decodable images, of px pixels each, go
 // to the engines (the first ones), when the CPU workers have cpuPx pixels
-// to decode already: the share, rounded up to whole rounds of the engines'
-// cores.
-func (sp *splitter) count(px []int, cpuPx, cores int) int {
+// to decode already and busy executors of the GPU have a batch in flight:
+// the share, rounded up to whole rounds of the engines' cores.
+func (sp *splitter) count(px []int, cpuPx, cores, busy int) int {
+	share := sp.share
+	if sp.auto && busy > 1 {
+		share = busyHWShare
+	}
 	n := len(px)
 	total := cpuPx
 	for _, p := range px {
@@ -138,7 +156,7 @@ func (sp *splitter) count(px []int, cpuPx, cores int) int {
 	}
 	// Pixels to move to the CPU workers, an image at a time from the end
 	// while that comes nearer the share.
-	move := (1-sp.share)*float64(total) - float64(cpuPx)
+	move := (1-share)*float64(total) - float64(cpuPx)
 	k, moved := n, 0
 	for k > 0 && float64(moved)+float64(px[k-1])/2 < move {
 		k--
