@@ -58,7 +58,7 @@ func sampled2x2(t *testing.T, data []byte) []byte {
 // destinations the GPU executor gives them. The same images saying 2x2
 // sampling are logged, not asserted: on an H200 with driver 580 (2026-12-02)
 // they came out wrong (a corpus photo, 39 levels off on average), which is
-// why executor/gpu keeps them off the engines.
+// why executor/gpu gives the engines a copy of such a JPEG that says 1x1.
 func TestGPUHardwareGrey(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
