@@ -14,6 +14,24 @@ import (
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
+// imagenetPair opens the ImageNet pipeline on the CPU executor and on a GPU
+// one that sends the engines every JPEG they take; both close with t.
+func imagenetPair(t *testing.T) (*executor.CPU, *Executor) {
+	t.Helper()
+	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
+	cpu, err := executor.New(compile(t, text), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cpu.Close)
+	g, err := New(compile(t, text), executor.Options{HWShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return cpu, g
+}
+
 // TestGPURGBJPEG: a JPEG whose components are R, G and B (an Adobe marker
 // with transform 0, as libjpeg writes with JCS_RGB) goes to the CPU
 // decoder, which honours the marker, and comes out as the CPU executor's;
@@ -32,17 +50,7 @@ func TestGPURGBJPEG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
-	cpu, err := executor.New(compile(t, text), executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cpu.Close()
-	g, err := New(compile(t, text), executor.Options{HWShare: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	cpu, g := imagenetPair(t)
 	in := [][][]byte{{src}}
 	want, err := cpu.Run(in)
 	if err != nil || want.Errs[0] != nil {
@@ -91,17 +99,7 @@ func TestGPUGreyFactors(t *testing.T) {
 	for i, b := range in {
 		orig[i] = bytes.Clone(b)
 	}
-	text := fmt.Sprintf(imagenet, "", "linear", true, "CHW", "FP32", "")
-	cpu, err := executor.New(compile(t, text), executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cpu.Close()
-	g, err := New(compile(t, text), executor.Options{HWShare: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	cpu, g := imagenetPair(t)
 	if g.hw == nil {
 		t.Skip("this GPU has no JPEG engines")
 	}
