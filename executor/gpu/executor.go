@@ -5,8 +5,9 @@
 // decoupled decoder on the CPU workers (Huffman decoding on the worker's
 // thread, over a megapixel on the GPU, the rest on the GPU); CMYK,
 // arithmetic-coded JPEGs, the other formats and whatever nvJPEG rejects to
-// libjpeg-turbo or the format's decoder on the CPU workers, uploaded; a decoded-image input is uploaded as it came, or
-// read in place when it is in this GPU's memory. Headers are read on the
+// libjpeg-turbo or the format's decoder on the CPU workers, uploaded; a
+// decoded-image input is uploaded as it came, or read in place when it is
+// in this GPU's memory. Headers are read on the
 // executor's own parser threads, which also copy the JPEGs of nvJPEG's
 // batched calls to pinned memory; then all paths run at once, and one
 // fused kernel launch does every operator after decode for the
@@ -261,8 +262,8 @@ func (e *Executor) Workers() int { return len(e.parsers) }
 // threads is how many threads a batch's step runs on now: Workers when it
 // was set, else the cores shared out among the GPU's executors with a
 // batch in flight. Two instances of 16 threads each on 16 cores ran
-// progressive JPEGs 15-22% slower than with 8 each (docs/perf.md,
-// 2026-12-02 10:35 UTC); one instance alone still gets every core.
+// progressive JPEGs 15-26% slower than with 8 each (docs/perf.md,
+// 2026-12-02 10:35 and 13:30 UTC); one instance alone gets every core.
 func (e *Executor) threads() int {
 	n := len(e.parsers)
 	if !e.shared {
