@@ -1,7 +1,8 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
 // JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
-// JPEG engines (all of them unless HWShare moves a share of the batch's
-// pixels to the CPU workers); progressive JPEGs and those moved to nvJPEG's
+// JPEG engines (all of them unless HWShare, or by default other executors
+// of the GPU being busy, moves a share of the batch's pixels to the CPU
+// workers); progressive JPEGs and those moved to nvJPEG's
 // decoupled decoder on the CPU workers (Huffman decoding on the worker's
 // thread, over a megapixel on the GPU, the rest on the GPU); CMYK,
 // arithmetic-coded JPEGs, the other formats and whatever nvJPEG rejects to
