@@ -1,13 +1,15 @@
-// jpegentropy: how fast libjpeg-turbo decodes JPEG files on N threads,
-// entropy decoding alone (jpeg_read_coefficients: what a route that ran
-// the inverse DCT on the GPU would leave the CPU) or the whole decode to
-// RGB / grey. Each thread cycles through the files for the given seconds;
-// prints images a second over all threads. docs/perf.md compares it with
-// nvJPEG's decoupled route on the same cores.
+// jpegentropy: how fast JPEG files decode on N threads: libjpeg-turbo's
+// entropy decoding alone (coef: jpeg_read_coefficients, what a route that
+// ran the inverse DCT on the GPU would leave the CPU), its whole decode to
+// RGB / grey (full), or progressive.c's entropy decoding of progressive
+// JPEGs (ours; every file's coefficients are first checked to be
+// libjpeg-turbo's, and any difference fails the run). Each thread cycles
+// through the files for the given seconds; prints images a second over all
+// threads. docs/perf.md compares them with nvJPEG's decoupled route.
 //
-// Build (after `make pic-libs`):
-//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/main.c build/pic/lib/libturbojpeg.a -lpthread
-// Run: jpegentropy coef|full THREADS SECONDS FILE...
+// Build (after `make pic-libs`; add -mbmi2 for CPUs that have it):
+//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/*.c build/pic/lib/libturbojpeg.a -lpthread
+// Run: jpegentropy coef|full|ours THREADS SECONDS FILE...
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -17,13 +19,16 @@
 
 #include <jpeglib.h>
 
+#include "progressive.h"
+
 struct file {
 	unsigned char *data;
 	unsigned long size;
 };
 
 static struct file *files;
-static int nfiles, whole;
+static int nfiles;
+static enum { COEF, FULL, OURS } mode;
 static volatile int stop;
 
 struct jerr {
@@ -35,6 +40,13 @@ static void on_error(j_common_ptr c) { longjmp(((struct jerr *)c->err)->jump, 1)
 
 // decode runs one file through libjpeg; buf grows to hold a whole image.
 static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
+	if (mode == OURS) {
+		prog d;
+		if (prog_decode(&d, f->data, f->size))
+			return -1;
+		prog_free(&d);
+		return 0;
+	}
 	struct jpeg_decompress_struct c;
 	struct jerr e;
 	c.err = jpeg_std_error(&e.pub);
@@ -46,7 +58,7 @@ static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
 	jpeg_create_decompress(&c);
 	jpeg_mem_src(&c, f->data, f->size);
 	jpeg_read_header(&c, TRUE);
-	if (!whole) {
+	if (mode == COEF) {
 		jpeg_read_coefficients(&c);
 	} else {
 		c.out_color_space = c.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
@@ -64,6 +76,42 @@ static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
 	jpeg_abort_decompress(&c);
 	jpeg_destroy_decompress(&c);
 	return 0;
+}
+
+// same reports whether progressive.c gives f libjpeg-turbo's coefficients.
+static int same(const struct file *f) {
+	struct jpeg_decompress_struct c;
+	struct jerr e;
+	prog d;
+	int ok = 1;
+	c.err = jpeg_std_error(&e.pub);
+	e.pub.error_exit = on_error;
+	if (setjmp(e.jump)) {
+		jpeg_destroy_decompress(&c);
+		return 0;
+	}
+	jpeg_create_decompress(&c);
+	jpeg_mem_src(&c, f->data, f->size);
+	jpeg_read_header(&c, TRUE);
+	jvirt_barray_ptr *arr = jpeg_read_coefficients(&c);
+	if (prog_decode(&d, f->data, f->size) || d.nc != c.num_components)
+		ok = 0;
+	for (int i = 0; ok && i < c.num_components; i++) {
+		jpeg_component_info *ci = &c.comp_info[i];
+		if ((int)ci->width_in_blocks != d.c[i].bw || (int)ci->height_in_blocks != d.c[i].bh) {
+			ok = 0;
+			break;
+		}
+		for (JDIMENSION by = 0; ok && by < ci->height_in_blocks; by++) {
+			JBLOCKARRAY row = (*c.mem->access_virt_barray)((j_common_ptr)&c, arr[i], by, 1, FALSE);
+			for (JDIMENSION bx = 0; ok && bx < ci->width_in_blocks; bx++)
+				ok = !memcmp(row[0][bx], prog_block(&d.c[i], bx, by), sizeof(JBLOCK));
+		}
+	}
+	if (d.nc)
+		prog_free(&d);
+	jpeg_destroy_decompress(&c);
+	return ok;
 }
 
 struct worker {
@@ -92,11 +140,11 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 5 || (strcmp(argv[1], "coef") && strcmp(argv[1], "full"))) {
-		fprintf(stderr, "usage: jpegentropy coef|full THREADS SECONDS FILE...\n");
+	if (argc < 5 || (strcmp(argv[1], "coef") && strcmp(argv[1], "full") && strcmp(argv[1], "ours"))) {
+		fprintf(stderr, "usage: jpegentropy coef|full|ours THREADS SECONDS FILE...\n");
 		return 2;
 	}
-	whole = strcmp(argv[1], "full") == 0;
+	mode = !strcmp(argv[1], "coef") ? COEF : !strcmp(argv[1], "full") ? FULL : OURS;
 	int threads = atoi(argv[2]);
 	double secs = atof(argv[3]);
 	if (threads < 1 || threads > 1024 || !(secs > 0)) {
@@ -119,6 +167,10 @@ int main(int argc, char **argv) {
 			return 1;
 		}
 		fclose(fp);
+		if (mode == OURS && !same(&files[i])) {
+			fprintf(stderr, "jpegentropy: %s: progressive.c's coefficients are not libjpeg-turbo's\n", argv[4 + i]);
+			return 1;
+		}
 	}
 	struct worker *ws = calloc(threads, sizeof *ws);
 	double t0 = now();
