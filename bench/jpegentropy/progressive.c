@@ -1,7 +1,8 @@
 // Progressive JPEG entropy decoding (ITU-T T.81 G.1.2) to DCT coefficients.
 // What makes it faster than libjpeg-turbo's: a 64-bit bit buffer filled
 // eight bytes at a time where no 0xFF byte is among them; AC symbols whose
-// code and value fit 9 bits decoded with one lookup; and refinement scans
+// code and value (in a refinement scan, the sign bit) fit 9 bits decoded
+// with one lookup; and refinement scans
 // driven by a per-block mask of the nonzero coefficients, so that the zero
 // run a symbol skips is found with bit operations and the correction bits,
 // random to a branch predictor, are applied without branches.
@@ -133,20 +134,24 @@ static inline int symbol(bits *b, const prog_huff *h) {
 }
 
 // correct reads one correction bit for each coefficient in ones (zigzag
-// positions, in order) and adds it below the bits already there.
+// positions, in order) and adds it below the bits already there: up to 32
+// at a time from the buffer, without counting them first.
 static inline void correct(bits *b, int16_t *k, uint64_t ones, int p1) {
 	while (ones) {
-		int n = __builtin_popcountll(ones);
-		if (n > 31)
-			n = 31;
-		uint64_t v = (uint64_t)get(b, n) << (64 - n);
-		for (int i = 0; i < n; i++) {
+		if (b->bits < 32)
+			fill(b);
+		uint64_t v = b->buf;
+		int used = 0;
+		do {
 			int16_t *q = &k[natural[__builtin_ctzll(ones)]];
 			ones &= ones - 1;
 			int c = *q, apply = -(int)((v >> 63) & ((c & p1) == 0));
 			*q = (int16_t)(c + ((((c >> 15) | 1) * p1) & apply));
 			v <<= 1;
-		}
+		} while (ones && ++used < 32);
+		used += !ones;
+		b->buf <<= used;
+		b->bits -= used;
 	}
 }
 
@@ -210,15 +215,29 @@ static int acrefine(prog *d, bits *b, prog_comp *c, int16_t *k, uint64_t *nzp, i
 	uint64_t nz = *nzp, upto = se == 63 ? ~0ULL : (2ULL << se) - 1;
 	if (!d->eobrun) {
 		while (z <= se) {
-			int rs = symbol(b, h);
-			if (rs < 0)
-				return -1;
-			int r = rs >> 4, s = rs & 15, v = 0;
-			if (s)
-				v = (get(b, 1) * 2 - 1) * p1; // no branch: the bit is as good as random
-			else if (r != 15) {
-				d->eobrun = (1 << r) + (r ? get(b, r) : 0);
-				break;
+			int r, v = 0;
+			if (b->bits < 16)
+				fill(b);
+			// A new coefficient is +-1 here: fastac's entry of a size-1
+			// symbol carries its sign bit too.
+			int f = h->fastac[b->buf >> (64 - FAST)];
+			if (f >> 8 == 1 || f >> 8 == -1) {
+				b->buf <<= f & 15;
+				b->bits -= f & 15;
+				r = (f >> 4) & 15;
+				v = (f >> 8) * p1;
+			} else {
+				int rs = symbol(b, h);
+				if (rs < 0)
+					return -1;
+				int s = rs & 15;
+				r = rs >> 4;
+				if (s)
+					v = (get(b, 1) * 2 - 1) * p1; // no branch: the bit is as good as random
+				else if (r != 15) {
+					d->eobrun = (1 << r) + (r ? get(b, r) : 0);
+					break;
+				}
 			}
 			// The symbol's place: the (r+1)-th zero coefficient from z on;
 			// the nonzero ones before it take a correction bit each.
