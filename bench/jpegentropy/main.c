@@ -11,6 +11,7 @@
 //   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/*.c build/pic/lib/libturbojpeg.a -lpthread
 // Run: jpegentropy coef|full|ours THREADS SECONDS FILE...
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ struct file {
 static struct file *files;
 static int nfiles;
 static enum { COEF, FULL, OURS } mode;
-static volatile int stop;
+static atomic_int stop;
 
 struct jerr {
 	struct jpeg_error_mgr pub;
@@ -38,7 +39,8 @@ struct jerr {
 
 static void on_error(j_common_ptr c) { longjmp(((struct jerr *)c->err)->jump, 1); }
 
-// decode runs one file through libjpeg; buf grows to hold a whole image.
+// decode runs one file through the mode's decoder; buf grows to hold a
+// whole image.
 static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
 	if (mode == OURS) {
 		prog d;
