@@ -35,7 +35,11 @@ SCALE = 0.00392156862745098  # the pipeline's 1/255, as written there
 
 @pytest.fixture
 def crops_server(sluice_server):
-    sluice_server.ensure_loaded(CROPS, "detector_standin", "classifier_crops", ENSEMBLE)
+    # The ensemble first: loading it loads its composing models again even
+    # when they are loaded already, and a second copy of a model made while
+    # the first finalizes can crash Triton (docs/reliability.md); after it
+    # the others are loaded already.
+    sluice_server.ensure_loaded(ENSEMBLE, CROPS, "detector_standin", "classifier_crops")
     return sluice_server
 
 
