@@ -6,14 +6,14 @@ partial blocks and MCUs) passing says they are identical, and a baseline
 JPEG, which the decoder does not take, must fail the run."""
 
 import io
-import pathlib
 import shutil
 import subprocess
 
 import pytest
 from PIL import Image
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 PIC = ROOT / "build" / "pic"
 
 if not shutil.which("cc") or not (PIC / "lib" / "libturbojpeg.a").exists():
