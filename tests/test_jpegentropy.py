@@ -1,9 +1,10 @@
-"""bench/jpegentropy's own progressive decoder (progressive.c) against
-libjpeg-turbo: `jpegentropy ours` refuses to time any file whose DCT
-coefficients differ from jpeg_read_coefficients', so a run over Pillow's
+"""The server's own JPEG entropy decoder (codec/jpegcoef.c) against
+libjpeg-turbo, through bench/jpegentropy: `jpegentropy ours` refuses to
+time any file whose DCT coefficients or quantisation tables differ from
+jpeg_read_coefficients', so a run over Pillow's
 progressive JPEGs (colour 4:2:0 and 4:4:4, greyscale, sizes that leave
-partial blocks and MCUs) passing says they are identical, and a baseline
-JPEG, which the decoder does not take, must fail the run."""
+partial blocks and MCUs) and baseline ones passing says they are
+identical, and a file it refuses must fail the run."""
 
 import io
 import shutil
@@ -23,7 +24,7 @@ if not shutil.which("cc") or not (PIC / "lib" / "libturbojpeg.a").exists():
 @pytest.fixture(scope="module")
 def jpegentropy(tmp_path_factory):
     out = tmp_path_factory.mktemp("jpegentropy") / "jpegentropy"
-    src = sorted(str(p) for p in (ROOT / "bench" / "jpegentropy").glob("*.c"))
+    src = [str(ROOT / "bench" / "jpegentropy" / "main.c"), str(ROOT / "codec" / "jpegcoef.c")]
     subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(PIC / "include"), "-o", str(out), *src,
                     str(PIC / "lib" / "libturbojpeg.a"), "-lpthread"], check=True)
     return out
@@ -56,9 +57,21 @@ def test_progressive_coefficients_match_libjpeg(jpegentropy, tmp_path):
     assert f"ours: {len(files)} files" in r.stdout
 
 
+def test_baseline_coefficients_match_libjpeg(jpegentropy, tmp_path):
+    files = [write(tmp_path / f"b{sub}_{w}x{h}.jpg", photo(w, h, "RGB"), quality=90, subsampling=sub)
+             for w, h in [(333, 250), (17, 9)] for sub in (0, 1, 2)]
+    files.append(write(tmp_path / "grey.jpg", photo(101, 77, "L"), quality=80))
+    r = subprocess.run([str(jpegentropy), "ours", "1", "0.2", *map(str, files)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_file_it_does_not_take_fails_the_run(jpegentropy, tmp_path):
+    """A cut file: libjpeg reads its coefficients (zeros where the data
+    ends, with a warning), codec/jpegcoef.c refuses it."""
     good = write(tmp_path / "progressive.jpg", photo(64, 48, "RGB"), quality=85, progressive=True)
-    baseline = write(tmp_path / "baseline.jpg", photo(64, 48, "RGB"), quality=85)
-    r = subprocess.run([str(jpegentropy), "ours", "1", "0.1", str(good), str(baseline)], capture_output=True, text=True)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    r = subprocess.run([str(jpegentropy), "ours", "1", "0.1", str(good), str(cut)], capture_output=True, text=True)
     assert r.returncode == 1
-    assert "baseline.jpg: progressive.c's coefficients are not libjpeg-turbo's" in r.stderr
+    assert "cut.jpg: codec/jpegcoef.c's coefficients are not libjpeg-turbo's" in r.stderr

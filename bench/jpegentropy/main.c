@@ -1,14 +1,15 @@
 // jpegentropy: how fast JPEG files decode on N threads: libjpeg-turbo's
 // entropy decoding alone (coef: jpeg_read_coefficients, what a route that
 // ran the inverse DCT on the GPU would leave the CPU), its whole decode to
-// RGB / grey (full), or progressive.c's entropy decoding of progressive
-// JPEGs (ours; every file's coefficients are first checked to be
-// libjpeg-turbo's, and any difference fails the run). Each thread cycles
+// RGB / grey (full), or the server's own entropy decoding,
+// codec/jpegcoef.c (ours; every file's coefficients and quantisation
+// tables are first checked to be libjpeg-turbo's, and any difference
+// fails the run). Each thread cycles
 // through the files for the given seconds; prints images a second over all
 // threads. docs/perf.md compares them with nvJPEG's decoupled route.
 //
 // Build (after `make pic-libs`; add -mbmi2 for CPUs that have it):
-//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/*.c build/pic/lib/libturbojpeg.a -lpthread
+//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/main.c codec/jpegcoef.c build/pic/lib/libturbojpeg.a -lpthread
 // Run: jpegentropy coef|full|ours THREADS SECONDS FILE...
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,7 +21,7 @@
 
 #include <jpeglib.h>
 
-#include "progressive.h"
+#include "../../codec/jpegcoef.h"
 
 struct file {
 	unsigned char *data;
@@ -39,16 +40,45 @@ struct jerr {
 
 static void on_error(j_common_ptr c) { longjmp(((struct jerr *)c->err)->jump, 1); }
 
+// ours is one thread's buffers for codec/jpegcoef.c.
+struct ours {
+	sl_coef_state *st;
+	sl_coef_frame f;
+	int16_t *coef;
+	uint64_t *nz;
+	int64_t cap;
+};
+
+// decode_ours decodes f's coefficients into o's buffers, grown to fit.
+static int decode_ours(const struct file *f, struct ours *o) {
+	if (!o->st && !(o->st = calloc(1, sl_coef_state_size())))
+		return -1;
+	if (sl_coef_frame_of(f->data, f->size, &o->f))
+		return -1;
+	if (o->f.blocks > o->cap) {
+		free(o->coef);
+		free(o->nz);
+		o->cap = o->f.blocks;
+		o->coef = malloc(o->cap * 64 * sizeof *o->coef);
+		o->nz = malloc(o->cap * sizeof *o->nz);
+		if (!o->coef || !o->nz)
+			return -1;
+	}
+	return sl_coef_decode(o->st, f->data, f->size, 500, &o->f, o->coef, o->nz, o->cap) ? -1 : 0;
+}
+
+static void free_ours(struct ours *o) {
+	free(o->st);
+	free(o->coef);
+	free(o->nz);
+	memset(o, 0, sizeof *o);
+}
+
 // decode runs one file through the mode's decoder; buf grows to hold a
 // whole image.
-static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
-	if (mode == OURS) {
-		prog d;
-		if (prog_decode(&d, f->data, f->size))
-			return -1;
-		prog_free(&d);
-		return 0;
-	}
+static int decode(const struct file *f, struct ours *o, unsigned char **buf, size_t *cap) {
+	if (mode == OURS)
+		return decode_ours(f, o);
 	struct jpeg_decompress_struct c;
 	struct jerr e;
 	c.err = jpeg_std_error(&e.pub);
@@ -80,38 +110,42 @@ static int decode(const struct file *f, unsigned char **buf, size_t *cap) {
 	return 0;
 }
 
-// same reports whether progressive.c gives f libjpeg-turbo's coefficients.
+// same reports whether codec/jpegcoef.c gives f libjpeg-turbo's
+// coefficients and quantisation tables.
 static int same(const struct file *f) {
 	struct jpeg_decompress_struct c;
 	struct jerr e;
-	prog d;
+	struct ours o = {0};
 	int ok = 1;
 	c.err = jpeg_std_error(&e.pub);
 	e.pub.error_exit = on_error;
 	if (setjmp(e.jump)) {
 		jpeg_destroy_decompress(&c);
+		free_ours(&o);
 		return 0;
 	}
 	jpeg_create_decompress(&c);
 	jpeg_mem_src(&c, f->data, f->size);
 	jpeg_read_header(&c, TRUE);
 	jvirt_barray_ptr *arr = jpeg_read_coefficients(&c);
-	if (prog_decode(&d, f->data, f->size) || d.nc != c.num_components)
+	if (decode_ours(f, &o) || o.f.nc != c.num_components)
 		ok = 0;
 	for (int i = 0; ok && i < c.num_components; i++) {
 		jpeg_component_info *ci = &c.comp_info[i];
-		if ((int)ci->width_in_blocks != d.c[i].bw || (int)ci->height_in_blocks != d.c[i].bh) {
+		const sl_coef_comp *oc = &o.f.c[i];
+		if ((int)ci->width_in_blocks != oc->bw || (int)ci->height_in_blocks != oc->bh || !ci->quant_table) {
 			ok = 0;
 			break;
 		}
+		for (int k = 0; k < 64; k++)
+			ok &= ci->quant_table->quantval[k] == oc->quant[k];
 		for (JDIMENSION by = 0; ok && by < ci->height_in_blocks; by++) {
 			JBLOCKARRAY row = (*c.mem->access_virt_barray)((j_common_ptr)&c, arr[i], by, 1, FALSE);
 			for (JDIMENSION bx = 0; ok && bx < ci->width_in_blocks; bx++)
-				ok = !memcmp(row[0][bx], prog_block(&d.c[i], bx, by), sizeof(JBLOCK));
+				ok = !memcmp(row[0][bx], o.coef + (oc->first + (int64_t)by * oc->pw + bx) * 64, sizeof(JBLOCK));
 		}
 	}
-	if (d.nc)
-		prog_free(&d);
+	free_ours(&o);
 	jpeg_destroy_decompress(&c);
 	return ok;
 }
@@ -126,12 +160,14 @@ static void *run(void *arg) {
 	struct worker *w = arg;
 	unsigned char *buf = NULL;
 	size_t cap = 0;
+	struct ours o = {0};
 	for (int i = w->first; !stop; i = (i + 1) % nfiles) {
-		if (decode(&files[i], &buf, &cap) != 0)
+		if (decode(&files[i], &o, &buf, &cap) != 0)
 			w->failed++;
 		w->done++;
 	}
 	free(buf);
+	free_ours(&o);
 	return NULL;
 }
 
@@ -170,7 +206,7 @@ int main(int argc, char **argv) {
 		}
 		fclose(fp);
 		if (mode == OURS && !same(&files[i])) {
-			fprintf(stderr, "jpegentropy: %s: progressive.c's coefficients are not libjpeg-turbo's\n", argv[4 + i]);
+			fprintf(stderr, "jpegentropy: %s: codec/jpegcoef.c's coefficients are not libjpeg-turbo's\n", argv[4 + i]);
 			return 1;
 		}
 	}

@@ -29,10 +29,11 @@ typedef struct {
 } sl_out;
 
 // sl_encode compresses w×h RGB pixels at quality q; rgb_space codes them
-// as RGB rather than YCbCr, arith with arithmetic coding; a non-NULL scans
-// sets the scan script. On failure it returns an empty buffer and the
-// message in msg.
-static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_space, int arith,
+// as RGB rather than YCbCr, grey as their luma alone, arith with
+// arithmetic coding; restart > 0 sets a restart interval of that many
+// MCUs; a non-NULL scans sets the scan script. On failure it returns an
+// empty buffer and the message in msg.
+static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_space, int grey, int arith, int restart,
                         int luma_h, int luma_v, const jpeg_scan_info *scans, int nscans, char *msg) {
 	struct jpeg_compress_struct c;
 	sl_err e;
@@ -56,6 +57,9 @@ static sl_out sl_encode(const unsigned char *rgb, int w, int h, int q, int rgb_s
 	jpeg_set_defaults(&c);
 	if (rgb_space)
 		jpeg_set_colorspace(&c, JCS_RGB);
+	if (grey)
+		jpeg_set_colorspace(&c, JCS_GRAYSCALE);
+	c.restart_interval = restart;
 	jpeg_set_quality(&c, q, TRUE);
 	if (luma_h > 0) {
 		c.comp_info[0].h_samp_factor = luma_h;
@@ -99,8 +103,12 @@ type LibJPEGOptions struct {
 	// components named 'R', 'G', 'B', no chroma subsampling. Otherwise
 	// YCbCr 4:2:0 with a JFIF marker.
 	RGB bool
+	// Grey codes the pixels' luma alone: a one-component JPEG.
+	Grey bool
 	// Arithmetic codes with arithmetic coding rather than Huffman's.
 	Arithmetic bool
+	// Restart is the restart interval in MCUs; 0 for none.
+	Restart int
 	// Luma is the luma's sampling factors (horizontal, vertical) against
 	// chroma's 1×1: {1, 1} is 4:4:4, {2, 1} 4:2:2, {1, 2} 4:4:0; zero
 	// leaves libjpeg's default, 4:2:0 for YCbCr.
@@ -136,7 +144,7 @@ func LibJPEG(rgb []byte, w, h int, o LibJPEGOptions) ([]byte, error) {
 	}
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	out := C.sl_encode((*C.uchar)(unsafe.Pointer(&rgb[0])), C.int(w), C.int(h), C.int(o.Quality),
-		cbool(o.RGB), cbool(o.Arithmetic), C.int(o.Luma[0]), C.int(o.Luma[1]), sp, C.int(len(scans)), &msg[0])
+		cbool(o.RGB), cbool(o.Grey), cbool(o.Arithmetic), C.int(o.Restart), C.int(o.Luma[0]), C.int(o.Luma[1]), sp, C.int(len(scans)), &msg[0])
 	if out.buf == nil {
 		return nil, fmt.Errorf("testimg: libjpeg: %s", C.GoString(&msg[0]))
 	}
