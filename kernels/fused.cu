@@ -550,3 +550,121 @@ extern "C" __global__ void __launch_bounds__(256) sluice_ycc(const sluice_ycc* _
     d[1] = clamp_byte(Y + g);
     d[2] = clamp_byte(Y + cb_b);
 }
+
+// ---------------------------------------------------------------------------
+// Progressive JPEGs can reach the GPU as their quantised DCT coefficients
+// (codec.CoefDecoder on a CPU worker): sluice_idct dequantises them and runs
+// libjpeg's accurate integer IDCT (jidctint.c's algorithm: the LLM
+// factorisation with 13-bit constants and 2 extra bits between the passes)
+// into the planes sluice_ycc converts, so that such a decode equals the
+// CPU's exactly. Results are saturated to 0..255, as libjpeg-turbo's SIMD
+// IDCTs do (its C one wraps values far outside, which only crafted data
+// reach).
+
+// One component of a JPEG: its coefficient blocks and its plane. Mirrored
+// by kernels.IDCT.
+struct sluice_idct {
+    unsigned long long coef;   // blocks of 64 int16 coefficients, natural order, pitch blocks a row
+    unsigned long long dst;    // the plane: w×h samples, dst_pitch bytes a row
+    int pitch;                 // blocks a stored row, at least blocks_w
+    int blocks_w, blocks_h;    // blocks holding image data
+    int w, h;                  // plane size, at most 8 × blocks
+    int dst_pitch;
+    int first;                 // index of its first block among the launch's (over components in order)
+    unsigned short quant[64];  // quantisation table, natural order
+};
+
+static_assert(sizeof(sluice_idct) == 176, "sluice_idct size");
+static_assert(offsetof(sluice_idct, dst) == 8, "sluice_idct.dst offset");
+static_assert(offsetof(sluice_idct, pitch) == 16, "sluice_idct.pitch offset");
+static_assert(offsetof(sluice_idct, w) == 28, "sluice_idct.w offset");
+static_assert(offsetof(sluice_idct, dst_pitch) == 36, "sluice_idct.dst_pitch offset");
+static_assert(offsetof(sluice_idct, first) == 40, "sluice_idct.first offset");
+static_assert(offsetof(sluice_idct, quant) == 44, "sluice_idct.quant offset");
+
+#define IDCT_BLOCKS 16  // 8x8 blocks a thread block takes: 8 threads each
+
+// idct_1d is one pass of the 8-point IDCT over in[0..7] (dequantised,
+// scaled): the outputs before descaling. FIX(x) = round(x * 2^13).
+__device__ __forceinline__ void idct_1d(const int in[8], int out[8]) {
+    const int z2 = in[2], z3 = in[6];
+    const int z1 = (z2 + z3) * 4433;          // FIX(0.541196100)
+    const int t2 = z1 - z3 * 15137;           // FIX(1.847759065)
+    const int t3 = z1 + z2 * 6270;            // FIX(0.765366865)
+    const int t0 = (in[0] + in[4]) * 8192;    // << CONST_BITS
+    const int t1 = (in[0] - in[4]) * 8192;
+    const int t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
+    int o0 = in[7], o1 = in[5], o2 = in[3], o3 = in[1];
+    int q1 = o0 + o3, q2 = o1 + o2, q3 = o0 + o2, q4 = o1 + o3;
+    const int z5 = (q3 + q4) * 9633;          // FIX(1.175875602)
+    o0 *= 2446;                               // FIX(0.298631336)
+    o1 *= 16819;                              // FIX(2.053119869)
+    o2 *= 25172;                              // FIX(3.072711026)
+    o3 *= 12299;                              // FIX(1.501321110)
+    q1 *= -7373;                              // FIX(0.899976223)
+    q2 *= -20995;                             // FIX(2.562915447)
+    q3 = q3 * -16069 + z5;                    // FIX(1.961570560)
+    q4 = q4 * -3196 + z5;                     // FIX(0.390180644)
+    o0 += q1 + q3;
+    o1 += q2 + q4;
+    o2 += q2 + q3;
+    o3 += q1 + q4;
+    out[0] = t10 + o3, out[7] = t10 - o3;
+    out[1] = t11 + o2, out[6] = t11 - o2;
+    out[2] = t12 + o1, out[5] = t12 - o1;
+    out[3] = t13 + o0, out[4] = t13 - o0;
+}
+
+// sluice_idct: thread block b takes blocks b*16 .. b*16+15 of the launch
+// (over the n components' blocks_w × blocks_h in order), 8 threads each:
+// thread r of a block takes its column r, then its row r.
+extern "C" __global__ void __launch_bounds__(8 * IDCT_BLOCKS) sluice_idct(const sluice_idct* __restrict__ comps, int n,
+                                                                       int total) {
+    __shared__ int ws[IDCT_BLOCKS][64];
+    const int slot = threadIdx.x >> 3, r = threadIdx.x & 7;
+    const int j = blockIdx.x * IDCT_BLOCKS + slot;
+    const bool live = j < total;
+    int ci = 0;
+    if (live) {  // the last component whose first block is at or before j
+        int lo = 0, hi = n - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (__ldg(&comps[mid].first) <= j) lo = mid; else hi = mid - 1;
+        }
+        ci = lo;
+    }
+    const struct sluice_idct* c = &comps[ci];
+    const int k = j - (live ? __ldg(&c->first) : 0);
+    const int bw = live ? __ldg(&c->blocks_w) : 1;
+    const int bx = k % bw, by = k / bw;
+    if (live) {
+        const short* blk = (const short*)__ldg(&c->coef) + ((long long)by * __ldg(&c->pitch) + bx) * 64;
+        int in[8], out[8];
+        for (int i = 0; i < 8; i++) {
+            in[i] = (int)__ldg(blk + i * 8 + r) * (int)__ldg(&c->quant[i * 8 + r]);
+        }
+        idct_1d(in, out);
+        for (int i = 0; i < 8; i++) {
+            ws[slot][i * 8 + r] = (out[i] + (1 << 10)) >> 11;  // DESCALE by CONST_BITS - PASS1_BITS
+        }
+    }
+    __syncthreads();
+    if (!live) {
+        return;
+    }
+    const int y = by * 8 + r, h = __ldg(&c->h), w = __ldg(&c->w);
+    if (y >= h) {
+        return;
+    }
+    int in[8], out[8];
+    for (int i = 0; i < 8; i++) {
+        in[i] = ws[slot][r * 8 + i];
+    }
+    idct_1d(in, out);
+    unsigned char* row = (unsigned char*)__ldg(&c->dst) + (long long)y * __ldg(&c->dst_pitch) + bx * 8;
+    const int m = min(8, w - bx * 8);
+    for (int i = 0; i < m; i++) {
+        // DESCALE by CONST_BITS + PASS1_BITS + 3, then libjpeg's +128 and range limit.
+        row[i] = clamp_byte(((out[i] + (1 << 17)) >> 18) + 128);
+    }
+}

@@ -1,5 +1,6 @@
-// Package kernels holds Sluice's CUDA kernels: sluice_ycc, which turns
-// nvJPEG's planar YCbCr into RGB exactly as libjpeg-turbo does, and one
+// Package kernels holds Sluice's CUDA kernels: sluice_idct, which turns a
+// JPEG's DCT coefficients into its planes exactly as libjpeg-turbo does;
+// sluice_ycc, which turns planar YCbCr into RGB as it does; and one
 // fused launch per batch that turns decoded images into the pipeline's
 // output tensor (orientation, crop window, Pillow's resampling, letterbox
 // placement, channel selection, normalisation, output type and layout).
@@ -89,6 +90,21 @@ type YCC struct {
 	Simple    int32  // 1: replicate chroma samples (codec.Options.FastUpsample)
 }
 
+// IDCT is one component of a JPEG as quantised DCT coefficients, the
+// kernel's struct sluice_idct (176 bytes; a test compares the layouts).
+// LaunchIDCT dequantises them and runs libjpeg's accurate integer IDCT into
+// the component's plane, exactly as libjpeg-turbo does (codec.CoefDecoder
+// gives the coefficients).
+type IDCT struct {
+	Coef, Dst        uint64 // device pointers: blocks of 64 int16s in natural order; the plane
+	Pitch            int32  // blocks a stored row, at least BlocksW
+	BlocksW, BlocksH int32  // blocks holding image data
+	W, H             int32  // plane size, at most 8 × the blocks
+	DstPitch         int32  // bytes between rows of Dst, at least W
+	First            int32  // index of its first block among the launch's: the blocks of the components before it
+	Quant            [64]uint16
+}
+
 // Values of Params fields.
 const (
 	InterpNearest = 0
@@ -136,6 +152,30 @@ func YCCBytes(imgs []YCC) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&imgs[0])), len(imgs)*int(unsafe.Sizeof(YCC{})))
+}
+
+// IDCTSize is the bytes of one IDCT struct.
+const IDCTSize = int(unsafe.Sizeof(IDCT{}))
+
+// IDCTBytes views comps as the bytes to upload for LaunchIDCT.
+func IDCTBytes(comps []IDCT) []byte {
+	if len(comps) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&comps[0])), len(comps)*IDCTSize)
+}
+
+// Check reports a component the kernel cannot read or write safely.
+func (m *IDCT) Check() error {
+	switch {
+	case m.Coef == 0 || m.Dst == 0:
+		return errors.New("kernels: IDCT without coefficients or plane")
+	case m.BlocksW < 1 || m.BlocksH < 1 || m.Pitch < m.BlocksW || m.First < 0:
+		return fmt.Errorf("kernels: IDCT of %dx%d blocks, %d a row, from block %d", m.BlocksW, m.BlocksH, m.Pitch, m.First)
+	case m.W < 1 || m.H < 1 || m.W > 8*m.BlocksW || m.H > 8*m.BlocksH || m.DstPitch < m.W:
+		return fmt.Errorf("kernels: IDCT plane %dx%d, pitch %d, for %dx%d blocks", m.W, m.H, m.DstPitch, m.BlocksW, m.BlocksH)
+	}
+	return nil
 }
 
 // Check reports planes the kernel cannot read safely: its reads stay within
@@ -204,6 +244,7 @@ type Fused struct {
 	mod   *cuda.Module
 	fn    cuda.Function
 	ycc   cuda.Function // sluice_ycc
+	idct  cuda.Function // sluice_idct
 	cubin bool
 }
 
@@ -244,7 +285,12 @@ func load(image []byte, what string) (*Fused, error) {
 		_ = m.Unload()
 		return nil, fmt.Errorf("kernels: %w", err)
 	}
-	return &Fused{mod: m, fn: fn, ycc: ycc}, nil
+	idct, err := m.Function("sluice_idct")
+	if err != nil {
+		_ = m.Unload()
+		return nil, fmt.Errorf("kernels: %w", err)
+	}
+	return &Fused{mod: m, fn: fn, ycc: ycc, idct: idct}, nil
 }
 
 // Launch queues the kernel on s for n samples, whose Sample structs lie in
@@ -307,6 +353,35 @@ func (f *Fused) LaunchYCC(s cuda.Stream, imgs cuda.DevicePtr, n, maxW, maxH int)
 	return nil
 }
 
+// idctBlocks is the 8×8 blocks a thread block of sluice_idct takes
+// (IDCT_BLOCKS in fused.cu), 8 threads each.
+const idctBlocks = 16
+
+// LaunchIDCT queues sluice_idct on s for n components, whose IDCT structs
+// lie in device memory at comps (uploaded from IDCTBytes, First counting
+// the blocks of those before each, in order); blocks is their total. Like
+// LaunchYCC it cannot check structs in device memory: callers run
+// IDCT.Check before uploading.
+func (f *Fused) LaunchIDCT(s cuda.Stream, comps cuda.DevicePtr, n, blocks int) error {
+	if f == nil || f.mod == nil {
+		return errors.New("kernels: launch of an unloaded kernel")
+	}
+	if comps == 0 || n < 1 || blocks < 1 {
+		return fmt.Errorf("kernels: IDCT launch of %d components, %d blocks", n, blocks)
+	}
+	g := (blocks + idctBlocks - 1) / idctBlocks
+	if blocks > 1<<31-1-idctBlocks {
+		return fmt.Errorf("kernels: IDCT launch of %d blocks exceeds the grid's limits", blocks)
+	}
+	ptr, cn, total := comps, int32(n), int32(blocks)
+	grid := [3]uint32{uint32(g), 1, 1}
+	block := [3]uint32{8 * idctBlocks, 1, 1}
+	if err := cuda.Launch(f.idct, grid, block, 0, s, unsafe.Pointer(&ptr), unsafe.Pointer(&cn), unsafe.Pointer(&total)); err != nil {
+		return fmt.Errorf("kernels: %w", err)
+	}
+	return nil
+}
+
 // Close unloads the kernel's module; f is unusable afterwards. A second
 // call does nothing.
 func (f *Fused) Close() error {
@@ -314,6 +389,6 @@ func (f *Fused) Close() error {
 		return nil
 	}
 	m := f.mod
-	f.mod, f.fn, f.ycc = nil, 0, 0
+	f.mod, f.fn, f.ycc, f.idct = nil, 0, 0, 0
 	return m.Unload()
 }

@@ -80,7 +80,7 @@ func TestCubinCurrent(t *testing.T) {
 }
 
 func TestPTXEntryAndTarget(t *testing.T) {
-	for _, name := range []string{"sluice_fused", "sluice_ycc"} {
+	for _, name := range []string{"sluice_fused", "sluice_ycc", "sluice_idct"} {
 		if !regexp.MustCompile(`(?m)^\.visible \.entry ` + name + `\(`).Match(PTX) {
 			t.Errorf("the PTX declares no .entry %s", name)
 		}
@@ -113,11 +113,13 @@ func TestLayoutMatchesC(t *testing.T) {
 		"sluice_sample": unsafe.Sizeof(Sample{}),
 		"sluice_params": unsafe.Sizeof(Params{}),
 		"sluice_ycc":    unsafe.Sizeof(YCC{}),
+		"sluice_idct":   unsafe.Sizeof(IDCT{}),
 	}
 	types := map[string]reflect.Type{
 		"sluice_sample": reflect.TypeFor[Sample](),
 		"sluice_params": reflect.TypeFor[Params](),
 		"sluice_ycc":    reflect.TypeFor[YCC](),
+		"sluice_idct":   reflect.TypeFor[IDCT](),
 	}
 	sizeRe := regexp.MustCompile(`static_assert\(sizeof\((\w+)\) == (\d+)`)
 	offRe := regexp.MustCompile(`static_assert\(offsetof\((\w+), (\w+)\) == (\d+)`)
@@ -165,8 +167,8 @@ func TestLayoutMatchesC(t *testing.T) {
 			t.Errorf("fused.cu asserts %d offsets of %s; want at least 3", offsets[name], name)
 		}
 	}
-	if s, p, y := unsafe.Sizeof(Sample{}), unsafe.Sizeof(Params{}), unsafe.Sizeof(YCC{}); s != 96 || p != 84 || y != 72 {
-		t.Errorf("Sample is %d bytes, Params %d, YCC %d; the spec says 96, 84 and 72", s, p, y)
+	if s, p, y, d := unsafe.Sizeof(Sample{}), unsafe.Sizeof(Params{}), unsafe.Sizeof(YCC{}), unsafe.Sizeof(IDCT{}); s != 96 || p != 84 || y != 72 || d != 176 {
+		t.Errorf("Sample is %d bytes, Params %d, YCC %d, IDCT %d; the spec says 96, 84, 72 and 176", s, p, y, d)
 	}
 }
 
@@ -229,6 +231,28 @@ func TestChecks(t *testing.T) {
 	}
 	if b := YCCBytes([]YCC{ycc, ycc}); len(b) != 144 || b[72] != 1 {
 		t.Errorf("YCCBytes gives %d bytes", len(b))
+	}
+	if err := f.LaunchIDCT(0, 1, 1, 1); err == nil {
+		t.Error("LaunchIDCT on a nil kernel succeeded")
+	}
+	idct := IDCT{Coef: 1, Dst: 2, Pitch: 4, BlocksW: 3, BlocksH: 2, W: 17, H: 9, DstPitch: 17}
+	if err := idct.Check(); err != nil {
+		t.Errorf("good IDCT component: %v", err)
+	}
+	for _, bad := range []func(*IDCT){
+		func(m *IDCT) { m.Pitch = 2 },
+		func(m *IDCT) { m.W = 25 },
+		func(m *IDCT) { m.H = 17 },
+		func(m *IDCT) { m.DstPitch = 16 },
+		func(m *IDCT) { m.BlocksH = 0 },
+		func(m *IDCT) { m.First = -1 },
+		func(m *IDCT) { m.Coef = 0 },
+	} {
+		m := idct
+		bad(&m)
+		if m.Check() == nil {
+			t.Errorf("%+v passes Check", m)
+		}
 	}
 	if err := f.Close(); err != nil {
 		t.Errorf("Close of a nil kernel: %v", err)
