@@ -288,6 +288,7 @@ FUZZTIME ?= 500000x
 fuzz: test-deps pic-libs
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./codec/
+	$(GO) test -run '^$$' -fuzz FuzzCoefficients -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzWebP -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzBMP -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz FuzzPNM -fuzztime $(FUZZTIME) ./codec/

@@ -38,7 +38,7 @@ func colourJPEG(t testing.TB, w, h, lx, ly, restart int, scans []testimg.Scan) [
 
 // coefOf decodes src's coefficients into fresh buffers, with a guard after
 // each that must come back untouched.
-func coefOf(t *testing.T, d *CoefDecoder, src []byte) ([]int16, error) {
+func coefOf(t testing.TB, d *CoefDecoder, src []byte) ([]int16, error) {
 	t.Helper()
 	blocks, err := d.Frame(src)
 	if err != nil {
@@ -322,4 +322,24 @@ func TestCoefficientsHostile(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 3000 mutated files decoded", decoded)
+}
+
+// FuzzCoefficients: whatever the bytes, Frame and Decode return a result
+// or an error and write nothing past the frame's blocks (coefOf's guards),
+// with one decoder for all inputs, as a worker's.
+func FuzzCoefficients(f *testing.F) {
+	f.Add(progressiveJPEG(f, 40, 33, 2, 2, 2))
+	f.Add(colourJPEG(f, 35, 19, 2, 1, 3, nil))
+	f.Add(testimg.ManyScans(64, 64, 40))
+	d, err := NewCoefDecoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(d.Close)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if blocks, err := d.Frame(src); err == nil && blocks > 1<<20 {
+			t.Skip("a frame of more blocks than a fuzz input should make the test allocate")
+		}
+		_, _ = coefOf(t, d, src)
+	})
 }

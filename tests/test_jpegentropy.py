@@ -24,7 +24,7 @@ if not shutil.which("cc") or not (PIC / "lib" / "libturbojpeg.a").exists():
 @pytest.fixture(scope="module")
 def jpegentropy(tmp_path_factory):
     out = tmp_path_factory.mktemp("jpegentropy") / "jpegentropy"
-    src = [str(ROOT / "bench" / "jpegentropy" / "main.c"), str(ROOT / "codec" / "jpegcoef.c")]
+    src = [str(ROOT / "bench" / "jpegentropy" / "main.c"), *sorted(str(p) for p in (ROOT / "codec").glob("jpegcoef*.c"))]
     subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(PIC / "include"), "-o", str(out), *src,
                     str(PIC / "lib" / "libturbojpeg.a"), "-lpthread"], check=True)
     return out

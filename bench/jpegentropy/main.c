@@ -8,8 +8,8 @@
 // through the files for the given seconds; prints images a second over all
 // threads. docs/perf.md compares them with nvJPEG's decoupled route.
 //
-// Build (after `make pic-libs`; add -mbmi2 for CPUs that have it):
-//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/main.c codec/jpegcoef.c build/pic/lib/libturbojpeg.a -lpthread
+// Build (after `make pic-libs`):
+//   gcc -O2 -static -I build/pic/include -o jpegentropy bench/jpegentropy/main.c codec/jpegcoef*.c build/pic/lib/libturbojpeg.a -lpthread
 // Run: jpegentropy coef|full|ours THREADS SECONDS FILE...
 #include <pthread.h>
 #include <stdatomic.h>
