@@ -52,13 +52,16 @@ import (
 // device ordinal of the instances that reported them.
 //
 //	sluice_gpu_decoded_images_total  images decoded, label path: hardware
-//	                                 (the GPU's JPEG engines), hybrid (nvJPEG
+//	                                 (the GPU's JPEG engines), coefficients
+//	                                 (codec's entropy decoding on a CPU
+//	                                 worker, sluice_idct on the GPU), hybrid (nvJPEG
 //	                                 on the SMs), cpu_huffman (nvJPEG's
 //	                                 decoupled decoder: Huffman on a CPU
 //	                                 worker), gpu_huffman (its GPU-Huffman
 //	                                 state, large images), cpu
 //	                                 (libjpeg-turbo, then uploaded), input
-//	                                 (a decoded-image input, uploaded)
+//	                                 (a decoded-image input, uploaded),
+//	                                 device (one in this GPU's memory)
 //	sluice_gpu_phase_duration_seconds_total  cumulative seconds of the batch
 //	                                 phases, label phase: parse (headers,
 //	                                 routing), decode, kernel

@@ -284,7 +284,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		case smp.failed, smp.path == PathDevice: // nothing to decode or copy
 		case smp.hw && e.hw != nil: // split below between the engines and its route
 			hwList = append(hwList, s)
-		case smp.path == PathCPU, smp.path == PathCPUHuffman, smp.path == PathInput:
+		case smp.path == PathCPU, smp.path == PathCPUHuffman, smp.path == PathCoefficients, smp.path == PathInput:
 			cpuList = append(cpuList, s)
 		default:
 			hyList = append(hyList, s)
@@ -303,10 +303,11 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	}
 	e.hwPx = px
 	if k := e.split.count(px, cpuPx, cores, int(e.svc.busy.Load())); k < len(hwList) {
-		// The rest take the route they were given: decoupled on the CPU
-		// workers, or the batched hybrid decoder without it.
+		// The rest take the route they were given: the coefficient
+		// route or decoupled on the CPU workers, or the batched hybrid
+		// decoder without either.
 		for _, s := range hwList[k:] {
-			if e.samples[s].path == PathCPUHuffman {
+			if p := e.samples[s].path; p == PathCoefficients || p == PathCPUHuffman {
 				cpuList = append(cpuList, s)
 			} else {
 				hyList = append(hyList, s)
@@ -371,7 +372,8 @@ func (e *Executor) decodeOn(p *jpegPath, list []int) error {
 
 // decodeCPU decodes the listed samples on the CPU workers: with
 // libjpeg-turbo (or the PNG decoder), uploaded through pinned memory, or
-// through nvJPEG's decoupled decoder, which falls back to the former.
+// through the coefficient route or nvJPEG's decoupled decoder, which fall
+// back to the former.
 func (e *Executor) decodeCPU(b *batch, list []int) {
 	if len(list) == 0 {
 		return
@@ -389,6 +391,16 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 				e.fail(b, s, e.decNm, err)
 			}
 			return
+		}
+		if smp.path == PathCoefficients {
+			if w != nil && w.coef != nil {
+				err := w.decodeCoefficients(smp, e.mem.base, e.fused, e.chain.dec)
+				if err == nil {
+					return
+				}
+				e.noteRetry(1, err)
+			}
+			smp.path = retryPath(smp.path)
 		}
 		if smp.path == PathCPUHuffman {
 			if w != nil && w.huff != nil {

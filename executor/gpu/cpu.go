@@ -13,6 +13,7 @@ import (
 type cpuWorker struct {
 	dec    *codec.Decoder
 	huff   *huffState // nil without the decoupled decoder
+	coef   *coefState // nil if it could not be made: progressive JPEGs then take another route
 	stream cuda.Stream
 	pinned []byte
 	// grown is the most scratch an image over ops.RetainBytes made the
@@ -32,6 +33,7 @@ func newCPUWorker(huff *huffman) (*cpuWorker, error) {
 		// JPEGs with libjpeg-turbo (decodeCPU).
 		w.huff, _ = huff.newState()
 	}
+	w.coef, _ = newCoefState()
 	return w, nil
 }
 
@@ -154,7 +156,7 @@ func (w *cpuWorker) upload(smp *sample, base cuda.DevicePtr) error {
 
 // held notes that an image made the worker hold up to n bytes of scratch:
 // the pinned buffer and the decoder's (CMYK samples, at most 4 bytes a
-// pixel), or nvJPEG's decoupled state.
+// pixel), or nvJPEG's decoupled state, or the coefficient route's.
 func (w *cpuWorker) held(n int) {
 	if n > ops.RetainBytes {
 		w.grown = max(w.grown, n)
@@ -176,6 +178,7 @@ func (w *cpuWorker) trim() {
 	w.dec.Close()
 	w.dec = codec.NewDecoder()
 	w.huff.renew()
+	w.coef.trim()
 	reclaim.Released(w.grown)
 	w.grown = 0
 }
@@ -190,6 +193,7 @@ func (w *cpuWorker) freePinned() {
 func (w *cpuWorker) close() {
 	w.dec.Close()
 	w.huff.close()
+	w.coef.close()
 	w.freePinned()
 	if w.stream != 0 {
 		w.stream.Destroy()

@@ -417,11 +417,12 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 					continue
 				}
 				mean, mx := compare(gv, wv, o.Spec, c)
-				if strings.Contains(c.name, "opencv") && g.samples[s].path == PathCPU && mx > 0.01 {
-					// Decoded on the CPU workers, so the same pixels:
-					// OpenCV's integer arithmetic gives the same levels
-					// (float rounding of the normalisation aside).
-					t.Errorf("%s: decoded on the CPU, yet max |diff| %.3f levels: opencv_linear must be exact", f, mx)
+				if p := g.samples[s].path; strings.Contains(c.name, "opencv") && (p == PathCPU || p == PathCoefficients) && mx > 0.01 {
+					// Decoded on the CPU workers, or through libjpeg's
+					// own IDCT on the GPU, so the same pixels: OpenCV's
+					// integer arithmetic gives the same levels (float
+					// rounding of the normalisation aside).
+					t.Errorf("%s: decoded on path %v, yet max |diff| %.3f levels: opencv_linear must be exact", f, p, mx)
 				}
 				if mean > worstMean {
 					worstMean, worstFile = mean, f
@@ -489,13 +490,21 @@ func (p *pathCounts) add(file string, r route) {
 // check compares the executor's decode counts with the routes (route.go):
 // the CPU decoded exactly the images that need it (no fallback of
 // others); the hardware engines took some when they are on, none when
-// off, and no progressive JPEG; with nvJPEG's
-// decoupled decoder, it took every progressive JPEG and the baseline ones
-// the engines did not, and the batched hybrid decoder nothing.
+// off, and no progressive JPEG; the coefficient route took some
+// progressive JPEGs and none the engines decoded; with nvJPEG's decoupled
+// decoder, the two took every progressive JPEG and the baseline ones the
+// engines did not, and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
-	hw, hy, cpu := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N)
-	dec := int(d[PathCPUHuffman].N + d[PathGPUHuffman].N)
+	hw, hy, cpu, coef := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathCoefficients].N)
+	switch {
+	case coef > p.huffman+p.nvjpeg+p.either-int(d[PathHardware].N):
+		t.Errorf("the coefficient route took %d images, more than the %d JPEGs nvJPEG could take less the engines' %d",
+			coef, p.huffman+p.nvjpeg+p.either, d[PathHardware].N)
+	case coefRoute && p.huffman > 0 && coef == 0:
+		t.Errorf("the coefficient route took none of the %d progressive JPEGs", p.huffman)
+	}
+	dec := int(d[PathCPUHuffman].N+d[PathGPUHuffman].N) + coef
 	total := p.nvjpeg + p.cpu + p.huffman + p.either
 	if hw+hy+cpu+dec != total {
 		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, decoupled %d), the GPU executor returned %d",
@@ -514,8 +523,8 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 		t.Errorf("the hardware decoder took %d images; only %d baseline JPEGs may go there", hw, p.nvjpeg+p.either)
 	}
 	if !nvjpeg.Decoupled() {
-		if dec != 0 {
-			t.Errorf("without the decoupled decoder: decoupled %d, want 0", dec)
+		if dec != coef {
+			t.Errorf("without the decoupled decoder: decoupled %d, want 0", dec-coef)
 		}
 		return
 	}

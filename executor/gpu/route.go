@@ -11,7 +11,8 @@ import (
 //
 //	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest)
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
-//	progressive JPEG         decoupled
+//	progressive JPEG         the coefficient route on the CPU workers (PathCoefficients)
+//	over gpuHuffmanPixels    not the coefficient route: decoupled
 //	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
 //	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
 //	everything else, and whatever an nvJPEG path fails on   libjpeg-turbo / the format's decoder (PathCPU)
@@ -41,6 +42,8 @@ func (e *Executor) route(z *parser, smp *sample) {
 		// nvJPEG reads three components as YCbCr: an RGB-coded JPEG
 		// (Adobe transform 0) would come out in wrong colours.
 		return
+	case takesCoefficients(smp.hdr):
+		path = PathCoefficients
 	case smp.hdr.HuffmanSequential() && decoupled:
 		path = PathCPUHuffman
 	case smp.hdr.HuffmanSequential():

@@ -39,18 +39,19 @@ type sample struct {
 type Path int
 
 const (
-	PathHardware   Path = iota // nvJPEG's hardware engines
-	PathHybrid                 // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
-	PathCPU                    // libjpeg-turbo or another format's decoder, uploaded
-	PathCPUHuffman             // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
-	PathGPUHuffman             // the decoupled decoder's GPU-Huffman state, for large images
-	PathInput                  // a decoded-image input, copied here as it came (from the host or another GPU)
-	PathDevice                 // a decoded-image input in this GPU's memory, read where it lies
+	PathHardware     Path = iota // nvJPEG's hardware engines
+	PathHybrid                   // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
+	PathCPU                      // libjpeg-turbo or another format's decoder, uploaded
+	PathCPUHuffman               // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
+	PathGPUHuffman               // the decoupled decoder's GPU-Huffman state, for large images
+	PathInput                    // a decoded-image input, copied here as it came (from the host or another GPU)
+	PathDevice                   // a decoded-image input in this GPU's memory, read where it lies
+	PathCoefficients             // codec's entropy decoding on a CPU worker, then sluice_idct (coefficients.go)
 	numPaths
 )
 
 func (p Path) String() string {
-	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input", "device"}[p]
+	return [...]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input", "device", "coefficients"}[p]
 }
 
 // hasPlanes reports whether the sample's path decodes through nvJPEG's
