@@ -605,14 +605,14 @@ SL_HIDDEN int sl_coef_decode_bmi2(sl_coef_state *d, const uint8_t *data, size_t 
 #endif
 
 int sl_coef_decode(sl_coef_state *d, const uint8_t *data, size_t size, int max_scans, sl_coef_frame *f,
-                   int16_t *coef, uint64_t *nz, int64_t cap) {
+                   int16_t *coef, uint64_t *nz, int64_t cap, int plain) {
 #if defined(__x86_64__) || defined(__i386__)
 	static int bmi2 = -1; // threads race only to store the same value
 	if (bmi2 < 0) {
 		__builtin_cpu_init();
 		bmi2 = __builtin_cpu_supports("bmi2") != 0;
 	}
-	if (bmi2)
+	if (bmi2 && !plain)
 		return sl_coef_decode_bmi2(d, data, size, max_scans, f, coef, nz, cap);
 #endif
 	return decode_plain(d, data, size, max_scans, f, coef, nz, cap);

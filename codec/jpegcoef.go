@@ -22,8 +22,9 @@ import (
 // into the caller's buffers, sized from Frame, and allocates nothing per
 // image. Not for concurrent use.
 type CoefDecoder struct {
-	st *C.sl_coef_state
-	f  *C.sl_coef_frame // C memory: a Go one passed to C would escape, one allocation a call
+	st    *C.sl_coef_state
+	f     *C.sl_coef_frame // C memory: a Go one passed to C would escape, one allocation a call
+	plain C.int            // 1: the build for any CPU, not the BMI2 one (tests run both)
 }
 
 // NewCoefDecoder makes a decoder; Close frees it.
@@ -99,7 +100,7 @@ func (d *CoefDecoder) Decode(coef []byte, nz []uint64, src []byte) error {
 	if capBlocks > 0 {
 		cp, np = (*C.int16_t)(unsafe.Pointer(&coef[0])), (*C.uint64_t)(unsafe.Pointer(&nz[0]))
 	}
-	rc := C.sl_coef_decode(d.st, (*C.uint8_t)(unsafe.Pointer(&src[0])), C.size_t(len(src)), MaxJPEGScans, d.f, cp, np, C.int64_t(capBlocks))
+	rc := C.sl_coef_decode(d.st, (*C.uint8_t)(unsafe.Pointer(&src[0])), C.size_t(len(src)), MaxJPEGScans, d.f, cp, np, C.int64_t(capBlocks), d.plain)
 	if rc != 0 {
 		return coefError(rc)
 	}

@@ -59,8 +59,10 @@ SL_HIDDEN int sl_coef_frame_of(const uint8_t *data, size_t size, sl_coef_frame *
 // coefficients in natural order, as f places them), with nz as scratch
 // (a bit mask of each block's nonzero coefficients); both hold at least
 // cap blocks; nz only for a progressive JPEG. f is read again from data and gains the components'
-// quantisation tables. More than max_scans scans fail the decode.
+// quantisation tables. More than max_scans scans fail the decode. plain
+// runs the build for any x86-64 CPU even where the BMI2 one would run
+// (for tests: both must give the same).
 SL_HIDDEN int sl_coef_decode(sl_coef_state *st, const uint8_t *data, size_t size, int max_scans, sl_coef_frame *f,
-                             int16_t *coef, uint64_t *nz, int64_t cap);
+                             int16_t *coef, uint64_t *nz, int64_t cap, int plain);
 
 #endif

@@ -152,11 +152,23 @@ func islowPlane(coef []int16, c CoefComponent) []byte {
 }
 
 func TestCoefficientsMatchLibJPEG(t *testing.T) {
-	d, err := NewCoefDecoder()
-	if err != nil {
-		t.Fatal(err)
+	// Both builds: the BMI2 one where the CPU has it, and the plain one.
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+			d, err := NewCoefDecoder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if plain {
+				d.plain = 1
+			}
+			coefficientsMatch(t, d)
+		})
 	}
-	defer d.Close()
+}
+
+func coefficientsMatch(t *testing.T, d *CoefDecoder) {
 	for _, tc := range []struct {
 		w, h, lx, ly, restart int
 		sequential            bool

@@ -64,7 +64,7 @@ static int decode_ours(const struct file *f, struct ours *o) {
 		if (!o->coef || !o->nz)
 			return -1;
 	}
-	return sl_coef_decode(o->st, f->data, f->size, 500, &o->f, o->coef, o->nz, o->cap) ? -1 : 0;
+	return sl_coef_decode(o->st, f->data, f->size, 500, &o->f, o->coef, o->nz, o->cap, 0) ? -1 : 0;
 }
 
 static void free_ours(struct ours *o) {
