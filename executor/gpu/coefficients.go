@@ -54,9 +54,9 @@ func takesCoefficients(hdr codec.Header) bool {
 	return coefRoute && hdr.Pixels() <= gpuHuffmanPixels && (hdr.HuffmanProgressive() || coefSequential && hdr.HuffmanSequential())
 }
 
-// decodeCoefficients decodes a JPEG into its arena slot
-// through its planes, as the nvJPEG paths do, and waits. An error leaves
-// the sample to libjpeg-turbo, which also names any damage.
+// decodeCoefficients decodes a JPEG into its arena slot through its
+// planes, as the nvJPEG paths do, and waits. An error leaves the sample to
+// libjpeg-turbo, which also names any damage.
 func (w *cpuWorker) decodeCoefficients(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
 	s := w.coef
 	blocks, err := s.dec.Frame(smp.src)
