@@ -210,13 +210,13 @@ static int dcblock(dec *d, bits *b, int ci, int16_t *k, int ah, int al) {
 	return 0;
 }
 
-static int acfirst(dec *d, bits *b, int ci, int16_t *k, uint64_t *nz, int ss, int se, int al) {
-	if (d->eobrun) {
-		d->eobrun--;
-		return 0;
-	}
-	const huff *h = d->act[ci];
-	for (int z = ss; z <= se;) {
+// ac decodes the AC coefficients z..se of one block: a progressive first
+// scan's band, where an end-of-band run also skips the next blocks, or a
+// sequential block's 1..63, where an end of block ends just it (libjpeg
+// reads any run-less symbol of size 0 there as one).
+static inline int ac(dec *d, bits *b, const huff *h, int16_t *k, uint64_t *nz, int z, int se, int al,
+                     int progressive) {
+	while (z <= se) {
 		if (b->bits < 16)
 			fill(b);
 		int f = h->fastac[b->buf >> (64 - FAST)], v;
@@ -235,19 +235,31 @@ static int acfirst(dec *d, bits *b, int ci, int16_t *k, uint64_t *nz, int ss, in
 					z += 16;
 					continue;
 				}
-				d->eobrun = (1 << r) - 1 + (r ? get(b, r) : 0);
+				if (progressive)
+					d->eobrun = (1 << r) - 1 + (r ? get(b, r) : 0);
 				return 0;
 			}
 			z += r;
 			v = extend(get(b, s), s);
 		}
+		// libjpeg writes a run past the band into its last coefficient;
+		// here the file goes to libjpeg instead, which gives the same.
 		if (z > se)
 			return SL_COEF_BAD_DATA;
 		k[natural[z]] = (int16_t)(v * (1 << al));
-		*nz |= 1ULL << z;
+		if (progressive)
+			*nz |= 1ULL << z;
 		z++;
 	}
 	return 0;
+}
+
+static int acfirst(dec *d, bits *b, int ci, int16_t *k, uint64_t *nz, int ss, int se, int al) {
+	if (d->eobrun) {
+		d->eobrun--;
+		return 0;
+	}
+	return ac(d, b, d->act[ci], k, nz, ss, se, al, 1);
 }
 
 // seqblock decodes one block of a sequential scan: its DC difference and
@@ -257,40 +269,7 @@ static int acfirst(dec *d, bits *b, int ci, int16_t *k, uint64_t *nz, int ss, in
 static int seqblock(dec *d, bits *b, int ci, int16_t *k) {
 	memset(k, 0, 64 * sizeof *k);
 	int err = dcblock(d, b, ci, k, 0, 0);
-	if (err)
-		return err;
-	const huff *h = d->act[ci];
-	for (int z = 1; z <= 63;) {
-		if (b->bits < 16)
-			fill(b);
-		int f = h->fastac[b->buf >> (64 - FAST)], v;
-		if (f) {
-			b->buf <<= f & 15;
-			b->bits -= f & 15;
-			z += (f >> 4) & 15;
-			v = f >> 8;
-		} else {
-			int rs = symbol(b, h);
-			if (rs < 0)
-				return SL_COEF_BAD_DATA;
-			int r = rs >> 4, s = rs & 15;
-			if (!s) {
-				if (r != 15)
-					return 0; // end of block
-				z += 16;
-				continue;
-			}
-			z += r;
-			v = extend(get(b, s), s);
-		}
-		// libjpeg writes a run past the block into its last coefficient;
-		// here the file goes to libjpeg instead, which gives the same.
-		if (z > 63)
-			return SL_COEF_BAD_DATA;
-		k[natural[z]] = (int16_t)v;
-		z++;
-	}
-	return 0;
+	return err ? err : ac(d, b, d->act[ci], k, NULL, 1, 63, 0, 0);
 }
 
 static int acrefine(dec *d, bits *b, int ci, int16_t *k, uint64_t *nzp, int ss, int se, int al) {
