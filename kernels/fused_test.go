@@ -118,7 +118,7 @@ func cudaRunnerWith(t *testing.T, load func() (*kernels.Fused, error)) runner {
 			}
 			maxH, maxW = max(maxH, int(s.OutH)), max(maxW, int(s.OutW))
 		}
-		dev := upload(kernels.SampleBytes(samples))
+		dev := upload(kernels.Bytes(samples))
 		if err := f.Launch(st, &p, dev, len(samples), maxH, maxW); err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func testIDCT(t *testing.T, load func() (*kernels.Fused, error)) {
 			outs = append(outs, out)
 		}
 	}
-	if err := f.LaunchIDCT(st, upload(kernels.IDCTBytes(comps)), len(comps), first); err != nil {
+	if err := f.LaunchIDCT(st, upload(kernels.Bytes(comps)), len(comps), first); err != nil {
 		t.Fatal(err)
 	}
 	for i := range comps {

@@ -136,34 +136,20 @@ const maxGrid = 65535
 // MaxSamples is the most samples one Launch takes (the grid's z).
 const MaxSamples = maxGrid
 
-// SampleBytes views samples as the bytes to upload for Launch's samples
-// argument.
-func SampleBytes(s []Sample) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(Sample{})))
-}
+// Desc is a descriptor type a launch reads from device memory.
+type Desc interface{ Sample | YCC | IDCT }
 
-// YCCBytes views imgs as the bytes to upload for LaunchYCC's imgs
-// argument.
-func YCCBytes(imgs []YCC) []byte {
-	if len(imgs) == 0 {
+// Bytes views descs as the bytes to upload for their launch: Launch's
+// samples, LaunchYCC's imgs, LaunchIDCT's comps.
+func Bytes[T Desc](descs []T) []byte {
+	if len(descs) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&imgs[0])), len(imgs)*int(unsafe.Sizeof(YCC{})))
+	return unsafe.Slice((*byte)(unsafe.Pointer(&descs[0])), len(descs)*int(unsafe.Sizeof(descs[0])))
 }
 
 // IDCTSize is the bytes of one IDCT struct.
 const IDCTSize = int(unsafe.Sizeof(IDCT{}))
-
-// IDCTBytes views comps as the bytes to upload for LaunchIDCT.
-func IDCTBytes(comps []IDCT) []byte {
-	if len(comps) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&comps[0])), len(comps)*IDCTSize)
-}
 
 // Check reports a component the kernel cannot read or write safely.
 func (m *IDCT) Check() error {
@@ -294,7 +280,7 @@ func load(image []byte, what string) (*Fused, error) {
 }
 
 // Launch queues the kernel on s for n samples, whose Sample structs lie in
-// device memory at samples (uploaded from SampleBytes). maxOutH and maxOutW
+// device memory at samples (uploaded from Bytes). maxOutH and maxOutW
 // are the largest output size in the batch: they size the grid, and each
 // thread past its own sample's size returns at once.
 func (f *Fused) Launch(s cuda.Stream, p *Params, samples cuda.DevicePtr, n, maxOutH, maxOutW int) error {
@@ -326,7 +312,7 @@ func (f *Fused) Launch(s cuda.Stream, p *Params, samples cuda.DevicePtr, n, maxO
 }
 
 // LaunchYCC queues sluice_ycc on s for n images, whose YCC structs lie in
-// device memory at imgs (uploaded from YCCBytes): each image's planes become
+// device memory at imgs (uploaded from Bytes): each image's planes become
 // interleaved RGB at its Dst. maxW and maxH are the largest image size in
 // the batch; they size the grid. The structs are not checked here (they are
 // in device memory): callers run YCC.Check before uploading.
@@ -358,7 +344,7 @@ func (f *Fused) LaunchYCC(s cuda.Stream, imgs cuda.DevicePtr, n, maxW, maxH int)
 const idctBlocks = 16
 
 // LaunchIDCT queues sluice_idct on s for n components, whose IDCT structs
-// lie in device memory at comps (uploaded from IDCTBytes, First counting
+// lie in device memory at comps (uploaded from Bytes, First counting
 // the blocks of those before each, in order); blocks is their total. Like
 // LaunchYCC it cannot check structs in device memory: callers run
 // IDCT.Check before uploading.

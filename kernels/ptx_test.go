@@ -229,8 +229,8 @@ func TestChecks(t *testing.T) {
 			t.Errorf("%+v passes Check", m)
 		}
 	}
-	if b := YCCBytes([]YCC{ycc, ycc}); len(b) != 144 || b[72] != 1 {
-		t.Errorf("YCCBytes gives %d bytes", len(b))
+	if b := Bytes([]YCC{ycc, ycc}); len(b) != 144 || b[72] != 1 {
+		t.Errorf("Bytes gives %d bytes", len(b))
 	}
 	if err := f.LaunchIDCT(0, 1, 1, 1); err == nil {
 		t.Error("LaunchIDCT on a nil kernel succeeded")

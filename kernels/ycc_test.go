@@ -63,7 +63,7 @@ func cudaYCCRunner(t *testing.T) yccRunner {
 			}
 			maxW, maxH = max(maxW, m.w), max(maxH, m.h)
 		}
-		dev := upload(kernels.YCCBytes(descs))
+		dev := upload(kernels.Bytes(descs))
 		if err := f.LaunchYCC(st, dev, len(descs), maxW, maxH); err != nil {
 			t.Fatal(err)
 		}

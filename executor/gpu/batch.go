@@ -392,19 +392,8 @@ func (e *Executor) decodeCPU(b *batch, list []int) {
 			}
 			return
 		}
-		if smp.path == PathCoefficients {
-			if w != nil && w.coef != nil {
-				err := w.decodeCoefficients(smp, e.mem.base, e.fused, e.chain.dec)
-				if err == nil {
-					return
-				}
-				e.noteRetry(1, err)
-			}
-			smp.path = retryPath(smp.path)
-		}
-		if smp.path == PathCPUHuffman {
-			if w != nil && w.huff != nil {
-				err := w.decodeHuffman(smp, e.mem.base, e.fused, e.chain.dec)
+		if smp.path == PathCoefficients || smp.path == PathCPUHuffman {
+			if took, err := w.decodeOwn(smp, e.mem.base, e.fused, e.chain.dec); took {
 				if err == nil {
 					return
 				}

@@ -26,7 +26,6 @@ type coefState struct {
 	dev    cuda.DevicePtr // the upload's copy: the IDCT structs, then the blocks
 	devLen int
 	comps  []kernels.IDCT
-	conv   yccConv
 }
 
 // For measurements, SLUICE_GPU_COEFFICIENTS=0 leaves progressive JPEGs to
@@ -81,8 +80,8 @@ func (w *cpuWorker) decodeCoefficients(smp *sample, base cuda.DevicePtr, f *kern
 	if (nc == 1) != (smp.sub == nvjpeg.CSSGray) || (nc != 1 && nc != 3) {
 		return fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
 	}
-	s.conv.reset()
-	img := s.conv.planes(smp, base, dec)
+	w.conv.reset()
+	img := w.conv.planes(smp, base, dec)
 	if dec.Color == ops.Gray {
 		nc = 1 // the luma plane is the image
 	}
@@ -110,13 +109,13 @@ func (w *cpuWorker) decodeCoefficients(smp *sample, base cuda.DevicePtr, f *kern
 		first += c.BlocksW * c.BlocksH
 		s.comps = append(s.comps, m)
 	}
-	copy(w.pinned, kernels.IDCTBytes(s.comps))
+	copy(w.pinned, kernels.Bytes(s.comps))
 	err = cuda.MemcpyHtoDAsync(s.dev, w.pinned[:n], w.stream)
 	if err == nil {
 		err = f.LaunchIDCT(w.stream, s.dev, nc, first)
 	}
 	if err == nil {
-		err = s.conv.launch(f, w.stream)
+		err = w.conv.launch(f, w.stream)
 	}
 	// Wait even after an error: the pinned buffer is the next image's.
 	if serr := w.stream.Synchronize(); err == nil {
@@ -165,5 +164,4 @@ func (s *coefState) close() {
 	}
 	s.dec.Close()
 	s.freeDev()
-	s.conv.free()
 }

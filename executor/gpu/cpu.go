@@ -3,6 +3,7 @@ package gpu
 import (
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/internal/reclaim"
+	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
 )
@@ -14,6 +15,7 @@ type cpuWorker struct {
 	dec    *codec.Decoder
 	huff   *huffState // nil without the decoupled decoder
 	coef   *coefState // nil if it could not be made: progressive JPEGs then take another route
+	conv   yccConv    // the YCbCr planes of huff's or coef's image to RGB
 	stream cuda.Stream
 	pinned []byte
 	// grown is the most scratch an image over ops.RetainBytes made the
@@ -135,6 +137,20 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	return w.stream.Synchronize()
 }
 
+// decodeOwn decodes smp on its nvJPEG-side path that runs on the worker's
+// thread (PathCoefficients, PathCPUHuffman); took is false where the worker
+// lacks that path's state.
+func (w *cpuWorker) decodeOwn(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (took bool, err error) {
+	switch {
+	case w == nil:
+	case smp.path == PathCoefficients && w.coef != nil:
+		return true, w.decodeCoefficients(smp, base, f, dec)
+	case smp.path == PathCPUHuffman && w.huff != nil:
+		return true, w.decodeHuffman(smp, base, f, dec)
+	}
+	return false, nil
+}
+
 // upload copies a decoded-image input's pixels to the sample's place,
 // from host memory or another GPU's.
 func (w *cpuWorker) upload(smp *sample, base cuda.DevicePtr) error {
@@ -194,6 +210,7 @@ func (w *cpuWorker) close() {
 	w.dec.Close()
 	w.huff.close()
 	w.coef.close()
+	w.conv.free()
 	w.freePinned()
 	if w.stream != 0 {
 		w.stream.Destroy()

@@ -112,7 +112,7 @@ func (c *yccConv) launch(f *kernels.Fused, s cuda.Stream) error {
 			return err
 		}
 	}
-	b := kernels.YCCBytes(c.ycc)
+	b := kernels.Bytes(c.ycc)
 	if len(c.host) < len(b) {
 		c.free()
 		if err := growPinned(&c.host, len(b)); err != nil {

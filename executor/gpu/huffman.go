@@ -49,13 +49,11 @@ func (hf *huffman) close() {
 	hf.h.Close()
 }
 
-// huffState is one CPU worker's decode state, with the conversion of its
-// image's planes to RGB.
+// huffState is one CPU worker's decoupled decode states.
 type huffState struct {
-	hf   *huffman
-	st   *nvjpeg.DecoupledState
-	gpu  *nvjpeg.DecoupledState // of gpuDec; nil without it
-	conv yccConv
+	hf  *huffman
+	st  *nvjpeg.DecoupledState
+	gpu *nvjpeg.DecoupledState // of gpuDec; nil without it
 }
 
 func (hf *huffman) newState() (*huffState, error) {
@@ -95,7 +93,6 @@ func (s *huffState) close() {
 	}
 	s.st.Close()
 	s.gpu.Close()
-	s.conv.free()
 }
 
 // decodeHuffman decodes a JPEG into its arena slot (through its planes, as
@@ -103,8 +100,8 @@ func (s *huffState) close() {
 // smp.path. An error leaves the sample to be decoded on the CPU.
 func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
 	s := w.huff
-	s.conv.reset()
-	img := s.conv.planes(smp, base, dec)
+	w.conv.reset()
+	img := w.conv.planes(smp, base, dec)
 	smp.path = huffmanPath(smp.w, smp.h, s.gpu != nil)
 	st := s.st
 	if smp.path == PathGPUHuffman {
@@ -118,7 +115,7 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 		err = s.st.Decode(smp.src, &img, w.stream)
 	}
 	if err == nil {
-		err = s.conv.launch(f, w.stream)
+		err = w.conv.launch(f, w.stream)
 	}
 	if serr := w.stream.Synchronize(); err == nil {
 		err = serr
