@@ -290,6 +290,15 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			hyList = append(hyList, s)
 		}
 	}
+	// With the shared queue, the CPU workers take from the engines' JPEGs
+	// on a route of theirs (decoupled); without that route, the batched
+	// hybrid decoder takes what the plan leaves.
+	steal := e.split.queue > 0 && e.svc.huff != nil
+	if steal {
+		// The engines take from the front, the CPU workers from the
+		// back: they meet on the smallest images (decodeCPU has why).
+		e.largestFirst(hwList)
+	}
 	cores, cpuPx := 1, 0
 	if e.hw != nil {
 		cores = e.hw.cores
@@ -302,53 +311,74 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		cpuPx += e.samples[s].w * e.samples[s].h
 	}
 	e.hwPx = px
-	if k := e.split.count(px, cpuPx, cores, int(e.svc.busy.Load())); k < len(hwList) {
+	planned := e.split.count(px, cpuPx, cores, int(e.svc.busy.Load()))
+	if !steal && planned < len(hwList) {
 		// The rest take the route they were given: the coefficient
 		// route or decoupled on the CPU workers, or the batched hybrid
 		// decoder without either.
-		for _, s := range hwList[k:] {
+		for _, s := range hwList[planned:] {
 			if p := e.samples[s].path; p == PathCoefficients || p == PathCPUHuffman {
 				cpuList = append(cpuList, s)
 			} else {
 				hyList = append(hyList, s)
 			}
 		}
-		hwList = hwList[:k]
+		hwList = hwList[:planned]
 	}
-	for _, s := range hwList {
-		e.samples[s].path = PathHardware
+	// Shared, the CPU workers take from the back of the engines' queue;
+	// else each path's lanes take an even run each.
+	var q *twoEnds
+	var eng runs = &evenRuns{list: hwList}
+	if steal {
+		q = &e.ends
+		q.reset(hwList, planned, e.split.queue, cores)
+		eng = q
 	}
+	hy := &evenRuns{list: hyList}
 	// The two nvJPEG paths and the CPU workers run at once; what nvJPEG
 	// rejects is decoded again on the CPU, which also names the error.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var retry []int
+	var retryErr error
 	for _, job := range []struct {
-		p    *jpegPath
-		list []int
-	}{{e.hw, hwList}, {e.svc.hy, hyList}} {
-		if len(job.list) == 0 {
+		p  *jpegPath
+		r  runs
+		on bool
+		n  int // the images the path is planned to take
+	}{{e.hw, eng, len(hwList) > 0, planned}, {e.svc.hy, hy, len(hyList) > 0, len(hyList)}} {
+		if !job.on {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.decodeOn(job.p, job.list); err != nil {
+			failed, err := e.decodeOn(job.p, job.r, job.n)
+			if err != nil {
 				mu.Lock()
-				retry = append(retry, job.list...)
+				retry, retryErr = append(retry, failed...), err
 				mu.Unlock()
-				e.noteRetry(len(job.list), err)
 			}
 		}()
 	}
-	e.decodeCPU(b, cpuList)
+	e.decodeCPU(b, cpuList, q)
 	wg.Wait()
-	// A JPEG has no alpha: its CPU retry fits its slot (RGB, or the
-	// luma plane of a greyscale JPEG).
+	engines, left := eng.taken()
+	for _, s := range engines {
+		e.samples[s].path = PathHardware
+	}
+	// What a lane failed on, and what no lane took (they could not
+	// start): libjpeg-turbo; a JPEG has no alpha, so its retry fits its
+	// slot (RGB, or the luma plane of a greyscale JPEG).
+	_, hyLeft := hy.taken()
+	retry = append(append(retry, left...), hyLeft...)
+	if len(retry) > 0 {
+		e.noteRetry(len(retry), retryErr)
+	}
 	for _, s := range retry {
 		e.samples[s].path = retryPath(e.samples[s].path)
 	}
-	e.decodeCPU(b, retry)
+	e.decodeCPU(b, retry, nil)
 	for s := start; s < end; s++ {
 		if smp := &e.samples[s]; !smp.failed {
 			e.decoded[smp.path].Add(1)
@@ -359,32 +389,46 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	return e.launch(b, start, end, t1)
 }
 
-// decodeOn runs one nvJPEG path's share on its lanes: the engines' in as
-// many calls as keep callLanes in flight when every executor on the GPU
-// decodes at once, the hybrid decoder's in up to callLanes.
-func (e *Executor) decodeOn(p *jpegPath, list []int) error {
+// largestFirst sorts samples by their pixels, largest first.
+func (e *Executor) largestFirst(list []int) {
+	slices.SortStableFunc(list, func(a, b int) int {
+		return e.samples[b].w*e.samples[b].h - e.samples[a].w*e.samples[a].h
+	})
+}
+
+// decodeOn runs one nvJPEG path's runs of n images on its lanes: the
+// engines' in as many calls at once as keep callLanes in flight when every
+// executor on the GPU decodes at once, the hybrid decoder's in up to
+// callLanes.
+func (e *Executor) decodeOn(p *jpegPath, r runs, n int) ([]int, error) {
 	calls := callLanes
 	if p == e.hw {
 		calls = callsPerBatch(e.svc.executors())
 	}
-	return p.decode(list, calls, e.samples, e.mem.base, e.fused, e.chain.dec, e.bind)
+	return p.decode(r, n, calls, e.samples, e.mem.base, e.fused, e.chain.dec, e.bind)
 }
 
-// decodeCPU decodes the listed samples on the CPU workers: with
-// libjpeg-turbo (or the PNG decoder), uploaded through pinned memory, or
-// through the coefficient route or nvJPEG's decoupled decoder, which fall
-// back to the former.
-func (e *Executor) decodeCPU(b *batch, list []int) {
-	if len(list) == 0 {
+// decodeCPU decodes the listed samples, then those the CPU workers take
+// from q's back (q may be nil), on the CPU workers: with libjpeg-turbo (or
+// the PNG decoder), uploaded through pinned memory, or through the
+// coefficient route or nvJPEG's decoupled decoder, which fall back to the
+// former.
+func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
+	n := len(list) + q.open()
+	if n == 0 {
 		return
 	}
-	// Largest first: workers take images in list order, and a large photo
-	// started last would hold the batch up while the others idle.
-	slices.SortStableFunc(list, func(a, b int) int {
-		return e.samples[b].w*e.samples[b].h - e.samples[a].w*e.samples[a].h
-	})
-	e.parallel(len(list), func(w *cpuWorker, i int) {
-		s := list[i]
+	// Largest first: workers take images in list order, and a large
+	// photo started last would hold the part up while the others idle.
+	e.largestFirst(list)
+	var at atomic.Int64
+	next := func() (int, bool) {
+		if i := int(at.Add(1) - 1); i < len(list) {
+			return list[i], true
+		}
+		return q.back()
+	}
+	e.parallel(n, next, func(w *cpuWorker, s int) {
 		smp := &e.samples[s]
 		if smp.path == PathInput {
 			if err := w.upload(smp, e.mem.base); err != nil {
@@ -421,7 +465,12 @@ func (e *Executor) noteRetry(n int, err error) {
 // need it). A thread that cannot bind calls fn with a nil parser for what
 // is left.
 func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
-	e.spread(n, func(bound bool, t int, next func() (int, bool)) {
+	var at atomic.Int64
+	next := func() (int, bool) {
+		i := int(at.Add(1) - 1)
+		return i, i < n
+	}
+	e.spread(n, func(bound bool, t int) {
 		z := e.parsers[t]
 		if !bound {
 			z = nil
@@ -432,31 +481,27 @@ func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
 	})
 }
 
-// parallel runs fn for 0..n-1 on up to Workers threads, each with a CPU
-// worker from the GPU's pool (waited for: other executors share it) and
-// the executor's context current, as workers issue copies. A thread that
-// cannot bind calls fn with a nil worker for what is left.
-func (e *Executor) parallel(n int, fn func(w *cpuWorker, i int)) {
-	e.spread(n, func(bound bool, _ int, next func() (int, bool)) {
+// parallel runs fn for each sample next hands out (at most n) on up to
+// Workers threads, each with a CPU worker from the GPU's pool (waited for:
+// other executors share it) and the executor's context current, as
+// workers issue copies. A thread that cannot bind calls fn with a nil
+// worker for what is left.
+func (e *Executor) parallel(n int, next func() (int, bool), fn func(w *cpuWorker, s int)) {
+	e.spread(n, func(bound bool, _ int) {
 		var w *cpuWorker
 		if bound {
 			w = e.svc.getWorker()
 			defer e.svc.putWorker(w)
 		}
-		for i, ok := next(); ok; i, ok = next() {
-			fn(w, i)
+		for s, ok := next(); ok; s, ok = next() {
+			fn(w, s)
 		}
 	})
 }
 
-// spread runs body on min(n, threads()) threads, thread t of them with the
-// executor's context current when bound; next hands out 0..n-1 once each.
-func (e *Executor) spread(n int, body func(bound bool, t int, next func() (int, bool))) {
-	var at atomic.Int64
-	next := func() (int, bool) {
-		i := int(at.Add(1) - 1)
-		return i, i < n
-	}
+// spread runs body on min(n, threads()) threads, thread t of them with
+// the executor's context current when bound.
+func (e *Executor) spread(n int, body func(bound bool, t int)) {
 	var wg sync.WaitGroup
 	k := min(n, e.threads())
 	wg.Add(k)
@@ -467,7 +512,7 @@ func (e *Executor) spread(n int, body func(bound bool, t int, next func() (int, 
 			if err == nil {
 				defer unbind()
 			}
-			body(err == nil, t, next)
+			body(err == nil, t)
 		}()
 	}
 	wg.Wait()

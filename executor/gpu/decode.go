@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"sync"
+
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -247,19 +249,52 @@ func (s *supporter) close() {
 	}
 }
 
-// decode decodes the listed samples into their arena slots and waits: up
-// to calls lanes take a part each, as many as are free (one, waited
-// for, at least: an executor never waits for a lane while it holds one, so
-// executors sharing the pool cannot deadlock). bind makes the context
-// current on a lane's thread. An error leaves every listed sample to be
-// decoded again elsewhere.
-func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, bind func() (func(), error)) error {
+// runs hands a path's lanes their runs of a part: start says how many
+// lanes took it, next gives a lane its next run (nil: none is left), and
+// taken, once the lanes are done, what they were given and what no lane
+// took (they could not start).
+type runs interface {
+	start(lanes int)
+	next() []int
+	taken() (took, left []int)
+}
+
+// evenRuns is a list in one run a lane.
+type evenRuns struct {
+	mu      sync.Mutex
+	list    []int
+	per, at int
+}
+
+func (r *evenRuns) start(lanes int) { r.per = (len(r.list) + lanes - 1) / lanes }
+
+func (r *evenRuns) next() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := r.list[r.at:min(r.at+r.per, len(r.list))]
+	r.at += len(run)
+	return run
+}
+
+func (r *evenRuns) taken() (took, left []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.list[:r.at], r.list[r.at:]
+}
+
+// decode decodes the runs of a part of n images into their arena slots
+// and waits: up to calls lanes take runs, as many as are free (one,
+// waited for, at least: an executor never waits for a lane while it holds
+// one, so executors sharing the pool cannot deadlock). bind makes the
+// context current on a lane's thread. A run a lane failed on is returned,
+// to be decoded again elsewhere, with the first error.
+func (j *jpegPath) decode(r runs, n, calls int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec, bind func() (func(), error)) (failed []int, first error) {
 	// Replicated chroma is what the engines' own RGB output does
 	// (nvImageCodec's and DALI's "fancy upsampling" off): they then
 	// write each colour image's slot themselves, with no planes or
 	// conversion kernel.
 	rgb := j.path == PathHardware && dec.FastUpsample && dec.Color != ops.Gray
-	want := min(calls, max(len(list)/minPerLane, 1))
+	want := min(calls, max(n/minPerLane, 1))
 	lanes := make([]*lane, 1, want)
 	lanes[0] = j.free.get()
 	for len(lanes) < want {
@@ -274,28 +309,37 @@ func (j *jpegPath) decode(list []int, calls int, samples []sample, base cuda.Dev
 			j.free.put(l)
 		}
 	}()
-	k := len(lanes)
-	per := (len(list) + k - 1) / k
-	errs := make(chan error, k)
-	for i, l := range lanes {
-		part := list[min(i*per, len(list)):min((i+1)*per, len(list))]
+	r.start(len(lanes))
+	type result struct {
+		failed []int
+		err    error
+	}
+	done := make(chan result, len(lanes))
+	for _, l := range lanes {
 		go func() {
 			unbind, err := bind()
 			if err != nil {
-				errs <- err
+				done <- result{err: err} // the other lanes take its runs
 				return
 			}
 			defer unbind()
-			errs <- l.decode(j, part, samples, base, f, dec, rgb)
+			for run := r.next(); len(run) > 0; run = r.next() {
+				if err := l.decode(j, run, samples, base, f, dec, rgb); err != nil {
+					done <- result{run, err}
+					return
+				}
+			}
+			done <- result{}
 		}()
 	}
-	var first error
-	for range k {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+	for range lanes {
+		res := <-done
+		failed = append(failed, res.failed...)
+		if first == nil {
+			first = res.err
 		}
 	}
-	return first
+	return failed, first
 }
 
 // decode decodes one part and converts the colour images to interleaved

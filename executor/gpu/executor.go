@@ -1,15 +1,16 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
 // JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
 // JPEG engines (all of them unless HWShare, or by default other executors
-// of the GPU being busy, moves a share of the batch's pixels to the CPU
-// workers); progressive JPEGs and those moved to nvJPEG's
-// decoupled decoder on the CPU workers (Huffman decoding on the worker's
-// thread, over a megapixel on the GPU, the rest on the GPU); CMYK,
-// arithmetic-coded JPEGs, the other formats and whatever nvJPEG rejects to
-// libjpeg-turbo or the format's decoder on the CPU workers, uploaded; a
-// decoded-image input is uploaded as it came, or read in place when it is
-// in this GPU's memory. Headers are read on the
-// executor's own parser threads, which also copy the JPEGs of nvJPEG's
+// of the GPU being busy, moves a share of the batch's pixels to nvJPEG's
+// decoupled decoder on the CPU workers: Huffman decoding on the worker's
+// thread, the rest on the GPU); progressive JPEGs through the coefficient
+// route on the CPU workers (entropy decoding there, the IDCT on the GPU;
+// over a megapixel, the decoupled decoder's Huffman decoding on the GPU);
+// CMYK, arithmetic-coded JPEGs, the other formats and whatever nvJPEG
+// rejects to libjpeg-turbo or the format's decoder on the CPU workers,
+// uploaded; a decoded-image input is uploaded as it came, or read in place
+// when it is in this GPU's memory. Headers are read on the executor's own
+// parser threads, which also copy the JPEGs of nvJPEG's
 // batched calls to pinned memory; then all paths run at once, and one
 // fused kernel launch does every operator after decode for the
 // whole batch (crop_boxes as one kernel sample per box), writing each
@@ -20,8 +21,10 @@
 // package makes executor.Open run it.
 //
 // The files: executor.go (the executor, its calls), batch.go (a batch's
-// parse, layout, decode and kernel), route.go (each JPEG's decoder),
-// decode.go and huffman.go (nvJPEG's batched and decoupled decoders),
+// parse, layout, decode and kernel), route.go (each JPEG's decoder, a
+// part's split between the engines and the CPU workers), decode.go and
+// huffman.go (nvJPEG's batched and decoupled decoders), coefficients.go
+// (the coefficient route),
 // cpu.go (the CPU workers and the executor's parsers), service.go (the
 // decoders one GPU's executors share), chain.go (the operators as one
 // kernel), deliver.go, arena.go and pool.go, and types.go (what they all
@@ -118,6 +121,7 @@ type Executor struct {
 	samples []sample
 	crops   []ops.Crop // crop_boxes: the batch's crops, chain.crops per image
 	split   splitter   // the engines' share of the JPEGs they take (route.go)
+	ends    twoEnds    // those JPEGs, shared by the engines and the CPU workers (route.go)
 	hwPx    []int      // runPart's pixels of the engine-decodable samples, kept for the next part
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded

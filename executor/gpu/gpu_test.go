@@ -296,7 +296,8 @@ const (
 
 // TestGPUMatchesCPU runs every corpus image through the GPU and the CPU
 // executor for each pipeline case, with the hardware decoder taking all it
-// can, then none (decoupled only), then a split: the same samples fail with the same
+// can, then none (decoupled only), then a split, then the queue the
+// engines and the CPU workers share: the same samples fail with the same
 // messages, every image is within the bounds above, and each image was
 // decoded where its header says it must be (routeOf): a run where nvJPEG
 // failed and everything fell back to the CPU compares the CPU with itself,
@@ -306,11 +307,12 @@ func TestGPUMatchesCPU(t *testing.T) {
 	tc := loadCorpus(t)
 	hw := hardwareDecoder(t)
 	for _, dev := range devs {
-		// The engines taking all they can, none (decoupled only), and
-		// a split; the last two for three cases only: the kernel is the
-		// same, and replicated chroma takes other routes on the engines
-		// (their own RGB) and beside them (the conversion kernel's).
-		for _, share := range []float64{1, 0, 0.65} {
+		// The engines taking all they can, none (decoupled only), a
+		// split, and the shared queue (-1); the last three for three
+		// cases only: the kernel is the same, and replicated chroma
+		// takes other routes on the engines (their own RGB) and beside
+		// them (the conversion kernel's).
+		for _, share := range []float64{1, 0, 0.65, -1} {
 			for _, c := range cases() {
 				if share != 1 && c.name != "imagenet/linear" && c.name != "letterbox/linear" && c.name != fastUpsampling {
 					continue
@@ -364,6 +366,12 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 		t.Fatal(err)
 	}
 	defer g.Close()
+	if share < 0 {
+		// The queue on (SLUICE_GPU_SHARED_QUEUE=75), with a plan that
+		// leaves the CPU workers baseline JPEGs beside their own
+		// progressive ones and PNGs.
+		g.split.queue, g.split.share = 0.75, 0.3
+	}
 	const batch = 64
 	var worstMean, worstMax float64
 	var worstFile string
@@ -447,6 +455,9 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 		t.Errorf("none of the %d files under broken/ failed on both executors", broken)
 	}
 	want.check(t, d, hw && share != 0)
+	if share < 0 && hw && int(d[PathHardware].N) >= want.nvjpeg {
+		t.Errorf("shared queue: the engines decoded %d of the %d baseline JPEGs, the CPU workers none", d[PathHardware].N, want.nvjpeg)
+	}
 }
 
 // hardwareDecoder reports whether nvJPEG's hardware backend (the JPEG

@@ -1,15 +1,20 @@
 package gpu
 
 import (
+	"math"
+	"sync"
+
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
 // Where a JPEG is decoded is decided here, and only here: route at parse
 // time from its header, split per batch part between the engines and the
-// CPU workers, and the fallbacks after a decoder failed on it.
+// CPU workers (or the queue they share), and the fallbacks after a decoder
+// failed on it.
 //
-//	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest)
+//	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest);
+//	                         with SLUICE_GPU_SHARED_QUEUE, both from one queue (twoEnds)
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         the coefficient route on the CPU workers (PathCoefficients)
 //	over gpuHuffmanPixels    not the coefficient route: decoupled
@@ -28,8 +33,8 @@ import (
 // (which the conversion kernel follows) covers; the CPU for the rest.
 // Every path writes interleaved RGB, but for a PNG's alpha when the
 // pipeline keeps it and for greyscale JPEGs, whose luma plane is the
-// image. smp.hw marks a baseline JPEG the engines may take; split
-// decides per part.
+// image. smp.hw marks a baseline JPEG the engines may take; split (and
+// twoEnds) decide per part.
 func (e *Executor) route(z *parser, smp *sample) {
 	smp.path, smp.c = PathCPU, 3
 	decoupled := e.svc.huff != nil
@@ -104,7 +109,8 @@ var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
 func retryPath(Path) Path { return PathCPU }
 
 // splitter decides how many of a part's engine-decodable JPEGs go to the
-// engines; the others join the CPU workers' list (decoupled).
+// engines; the others join the CPU workers' list (decoupled), or with
+// queue both routes share them (twoEnds).
 type splitter struct {
 	// Of the part's pixels on the engines and the CPU workers together,
 	// the share for the engines: what the CPU workers have already (the
@@ -115,6 +121,10 @@ type splitter struct {
 	// auto: left to the executor, whose threads share the cores; then
 	// busyHWShare applies while other executors of the GPU are busy too.
 	auto bool
+	// queue: left to the executor and SLUICE_GPU_SHARED_QUEUE set, the
+	// engines' first runs from the queue are this part of their plan; 0:
+	// no queue.
+	queue float64
 }
 
 // DefaultHWShare is executor.Options.HWShare's default here: every colour
@@ -133,12 +143,22 @@ const DefaultHWShare = 1.0
 // 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
 const busyHWShare = 0.75
 
+// sharedQueue is SLUICE_GPU_SHARED_QUEUE, a percentage: where the share is
+// left to the executor, the engines and the CPU workers then take a part's
+// engine-decodable JPEGs from one queue (twoEnds), the engines' first runs
+// that part of their plan. Unset (0), each route takes its planned part,
+// the default: on an H200 (docs/perf.md, 2026-12-03) the queue gained
+// 3-13% on colour baseline JPEGs with two instances at batches 16 and 64
+// and lost in other cells, so it stays a switch for measurements until
+// it gains everywhere.
+var sharedQueue = float64(min(envInt("SLUICE_GPU_SHARED_QUEUE", 0), 100)) / 100
+
 // newSplitter takes executor.Options.HWShare (negative: the default);
 // shared says the executor's threads share the cores with its GPU's other
 // executors.
 func newSplitter(configured float64, shared bool) splitter {
 	if configured < 0 {
-		return splitter{share: DefaultHWShare, auto: shared}
+		return splitter{share: DefaultHWShare, auto: shared, queue: sharedQueue}
 	}
 	return splitter{share: min(configured, 1)}
 }
@@ -169,4 +189,108 @@ func (sp *splitter) count(px []int, cpuPx, cores, busy int) int {
 		k += cores - k%cores
 	}
 	return min(k, n)
+}
+
+// twoEnds hands a part's engine-decodable JPEGs (largest first) to both
+// routes when they share them (splitter.queue): the engines' calls take
+// runs from the front, first of all their first runs (an even run a
+// lane), the CPU workers one JPEG at a time from the back; each takes what
+// the other has not started, until the two ends meet, so that neither
+// waits for the other at the part's end. The engines' later runs are the
+// planned fraction of what is left, between their lanes.
+type twoEnds struct {
+	mu         sync.Mutex
+	list       []int
+	head, tail int // list[head:tail] is not taken yet
+	planned    int // the plan's count for the engines
+	first      int // the engines' first runs' JPEGs together
+	unit       int // the engines' later runs hold whole multiples of unit
+	lanes      int // the engines' lanes (start)
+	calls      int // the engines' calls so far
+}
+
+// reset readies the queue over list, planned of them for the engines, the
+// first share of those for their first runs.
+func (q *twoEnds) reset(list []int, planned int, first float64, unit int) {
+	*q = twoEnds{list: list, tail: len(list), planned: planned, first: ceilDiv(float64(planned)*first, 1),
+		unit: max(unit, 1), lanes: 1}
+}
+
+// start says how many lanes the engines' calls run on.
+func (q *twoEnds) start(lanes int) {
+	q.mu.Lock()
+	q.lanes = max(lanes, 1)
+	q.mu.Unlock()
+}
+
+// next is the engines' next call's run; nil once the ends met.
+func (q *twoEnds) next() []int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	left := q.tail - q.head
+	var n int
+	if q.calls < q.lanes && q.first > 0 {
+		n = (q.first + q.lanes - 1) / q.lanes
+	} else {
+		n = roundUp(ceilDiv(float64(left)*float64(q.planned)/float64(len(q.list)), q.lanes), q.unit)
+	}
+	n = min(n, left)
+	if n <= 0 {
+		return nil
+	}
+	q.calls++
+	run := q.list[q.head : q.head+n]
+	q.head += n
+	return run
+}
+
+// back is the CPU workers' next JPEG.
+func (q *twoEnds) back() (int, bool) {
+	if q == nil {
+		return 0, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tail <= q.free() {
+		return 0, false
+	}
+	q.tail--
+	return q.list[q.tail], true
+}
+
+// free is where the CPU workers' side may reach: the engines' first runs
+// are theirs until handed out (the workers may start before the lanes do).
+func (q *twoEnds) free() int {
+	if q.calls < q.lanes {
+		return max(q.head, q.first)
+	}
+	return q.head
+}
+
+// open is how many JPEGs the CPU workers may take now.
+func (q *twoEnds) open() int {
+	if q == nil {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tail - q.free()
+}
+
+// taken, once both routes are done: the engines' runs and what no lane
+// took (the lanes could not start).
+func (q *twoEnds) taken() (took, left []int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.list[:q.head], q.list[q.head:q.tail]
+}
+
+func ceilDiv(x float64, n int) int { return int(math.Ceil(x / float64(n))) }
+
+// roundUp rounds n up to a whole multiple of unit, one at least.
+func roundUp(n, unit int) int {
+	if n <= 0 {
+		return unit
+	}
+	return (n + unit - 1) / unit * unit
 }

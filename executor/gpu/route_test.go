@@ -6,6 +6,8 @@ import (
 	"image"
 	"image/jpeg"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
@@ -179,6 +181,163 @@ func TestSplitter(t *testing.T) {
 	}
 	if n := sp.count(nil, 500, 4, 1); n != 0 {
 		t.Errorf("no engine-decodable image: %d", n)
+	}
+}
+
+// TestTwoEnds: the engines' first runs are their share of the plan, an
+// even run a lane; the CPU workers may not reach into those before they
+// are handed out, and take from the back one at a time; the engines' later
+// runs are the planned fraction of what is left, in whole units; every
+// JPEG goes to exactly one of them, however their takes interleave.
+func TestTwoEnds(t *testing.T) {
+	list := upTo(100)
+	var q twoEnds
+	q.reset(list, 80, 1, 4)
+	// The CPU workers start first: their 20 from the back, no more.
+	for i := range 20 {
+		if s, ok := q.back(); !ok || s != 99-i {
+			t.Fatalf("the CPU workers' JPEG %d: %d %v, want %d", i, s, ok, 99-i)
+		}
+	}
+	if s, ok := q.back(); ok {
+		t.Fatalf("the CPU workers took %d of the engines' first runs before they were handed out", s)
+	}
+	if q.open() != 0 {
+		t.Errorf("open %d before the engines started, want 0", q.open())
+	}
+	q.start(2)
+	if a, b := q.next(), q.next(); len(a) != 40 || len(b) != 40 || a[0] != 0 || b[0] != 40 {
+		t.Fatalf("the engines' first runs: %v and %v, want 0..39 and 40..79", a, b)
+	}
+	if q.next() != nil {
+		t.Fatal("a later run with nothing left")
+	}
+
+	// First runs of three quarters of the plan: the CPU workers may take
+	// the rest of it once those are handed out, and the engines come
+	// back for the planned fraction of what is left.
+	q.reset(list, 80, 0.75, 4)
+	for range 40 {
+		q.back()
+	}
+	if _, ok := q.back(); ok {
+		t.Fatal("the CPU workers reached into the engines' first runs")
+	}
+	q.reset(list, 80, 0.75, 4)
+	for range 10 {
+		q.back()
+	}
+	q.start(2)
+	if a, b := q.next(), q.next(); len(a) != 30 || len(b) != 30 {
+		t.Fatalf("first runs of %d and %d, want 30 each (0.75 of 80 between 2 lanes)", len(a), len(b))
+	}
+	if s, ok := q.back(); !ok || s != 89 {
+		t.Errorf("the CPU workers after the first runs: %d %v, want 89", s, ok)
+	}
+	if q.open() != 29 {
+		t.Errorf("open %d, want 29", q.open())
+	}
+	if run := q.next(); len(run) != 12 || run[0] != 60 {
+		t.Errorf("a later run: %v, want 12 from 60 (0.8 of the 29 left between 2 lanes, in units of 4)", run)
+	}
+	for q.open() > 0 {
+		if q.open()%3 == 0 {
+			q.back()
+		} else {
+			q.next()
+		}
+	}
+	if q.next() != nil {
+		t.Error("a run after the ends met")
+	}
+	if _, ok := q.back(); ok {
+		t.Error("a JPEG for the CPU workers after the ends met")
+	}
+	took, left := q.taken()
+	seen := slices.Concat(took, q.list[q.tail:])
+	slices.Sort(seen)
+	if len(left) != 0 || !slices.Equal(seen, list) {
+		t.Errorf("engines %d and CPU workers %d JPEGs, %d left: not each of the 100 once", len(took), len(q.list[q.tail:]), len(left))
+	}
+
+	// A plan of none: the CPU workers take everything; an engine lane
+	// that comes still gets a unit of what is left.
+	q.reset(list[:10], 0, 1, 4)
+	if s, ok := q.back(); !ok || s != 9 {
+		t.Errorf("plan of none: the CPU workers' first JPEG %d %v, want 9", s, ok)
+	}
+	q.start(1)
+	if run := q.next(); len(run) != 4 {
+		t.Errorf("plan of none: a run of %d, want one unit (4)", len(run))
+	}
+	// No lane started: their first runs are left for the caller to
+	// decode again.
+	q.reset(list[:10], 10, 1, 1)
+	if took, left := q.taken(); len(took) != 0 || len(left) != 10 {
+		t.Errorf("no lane started: took %d, left %d, want 0 and 10", len(took), len(left))
+	}
+	var nilQ *twoEnds
+	if _, ok := nilQ.back(); ok || nilQ.open() != 0 {
+		t.Error("a nil queue handed out a JPEG")
+	}
+}
+
+// TestTwoEndsConcurrent: lanes and CPU workers taking at once (the race
+// detector watches) hand out each JPEG once.
+func TestTwoEndsConcurrent(t *testing.T) {
+	list := upTo(1000)
+	var q twoEnds
+	q.reset(list, 650, 0.75, 8)
+	q.start(2)
+	var wg sync.WaitGroup
+	counts := make([]atomic.Int32, len(list))
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for run := q.next(); run != nil; run = q.next() {
+				for _, s := range run {
+					counts[s].Add(1)
+				}
+			}
+		}()
+	}
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s, ok := q.back(); ok; s, ok = q.back() {
+				counts[s].Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	for s := range counts {
+		if n := counts[s].Load(); n != 1 {
+			t.Fatalf("JPEG %d handed out %d times", s, n)
+		}
+	}
+}
+
+// upTo is 0..n-1: sample indices.
+func upTo(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// TestEvenRuns: a list in one run a lane, the last one shorter; what no
+// lane took is left.
+func TestEvenRuns(t *testing.T) {
+	r := &evenRuns{list: []int{0, 1, 2, 3, 4, 5, 6}}
+	r.start(3)
+	if a, b := r.next(), r.next(); !slices.Equal(a, []int{0, 1, 2}) || !slices.Equal(b, []int{3, 4, 5}) {
+		t.Errorf("runs %v %v, want two of 3", a, b)
+	}
+	if took, left := r.taken(); len(took) != 6 || !slices.Equal(left, []int{6}) {
+		t.Errorf("taken %v, left %v", took, left)
 	}
 }
 
