@@ -148,9 +148,10 @@ const busyHWShare = 0.75
 // engine-decodable JPEGs from one queue (twoEnds), the engines' first runs
 // that part of their plan. Unset (0), each route takes its planned part,
 // the default: on an H200 (docs/perf.md, 2026-12-03) the queue gained
-// 3-13% on colour baseline JPEGs with two instances at batches 16 and 64
-// and lost in other cells, so it stays a switch for measurements until
-// it gains everywhere.
+// 7-17% on colour baseline JPEGs with two instances at batches 16 and 64,
+// but lost 22% with two at 256 (100) and 44% with one at 16 (a plan from
+// measured rates), so it stays a switch for measurements until it gains
+// everywhere.
 var sharedQueue = float64(min(envInt("SLUICE_GPU_SHARED_QUEUE", 0), 100)) / 100
 
 // newSplitter takes executor.Options.HWShare (negative: the default);
@@ -212,7 +213,7 @@ type twoEnds struct {
 // reset readies the queue over list, planned of them for the engines, the
 // first share of those for their first runs.
 func (q *twoEnds) reset(list []int, planned int, first float64, unit int) {
-	*q = twoEnds{list: list, tail: len(list), planned: planned, first: ceilDiv(float64(planned)*first, 1),
+	*q = twoEnds{list: list, tail: len(list), planned: planned, first: int(math.Ceil(float64(planned) * first)),
 		unit: max(unit, 1), lanes: 1}
 }
 
