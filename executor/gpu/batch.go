@@ -330,8 +330,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	var q *twoEnds
 	var eng runs = &evenRuns{list: hwList}
 	if steal {
-		q = &e.ends
-		q.reset(hwList, planned, e.split.queue, cores)
+		q = newTwoEnds(hwList, planned, e.split.queue, cores)
 		eng = q
 	}
 	hy := &evenRuns{list: hyList}

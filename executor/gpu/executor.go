@@ -121,7 +121,6 @@ type Executor struct {
 	samples []sample
 	crops   []ops.Crop // crop_boxes: the batch's crops, chain.crops per image
 	split   splitter   // the engines' share of the JPEGs they take (route.go)
-	ends    twoEnds    // with the shared queue, those JPEGs (route.go)
 	hwPx    []int      // runPart's pixels of the engine-decodable samples, kept for the next part
 	decoded [numPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded

@@ -210,10 +210,10 @@ type twoEnds struct {
 	calls      int // the engines' calls so far
 }
 
-// reset readies the queue over list, planned of them for the engines, the
+// newTwoEnds is the queue over list, planned of them for the engines, the
 // first share of those for their first runs.
-func (q *twoEnds) reset(list []int, planned int, first float64, unit int) {
-	*q = twoEnds{list: list, tail: len(list), planned: planned, first: int(math.Ceil(float64(planned) * first)),
+func newTwoEnds(list []int, planned int, first float64, unit int) *twoEnds {
+	return &twoEnds{list: list, tail: len(list), planned: planned, first: int(math.Ceil(float64(planned) * first)),
 		unit: max(unit, 1), lanes: 1}
 }
 

@@ -191,8 +191,7 @@ func TestSplitter(t *testing.T) {
 // JPEG goes to exactly one of them, however their takes interleave.
 func TestTwoEnds(t *testing.T) {
 	list := upTo(100)
-	var q twoEnds
-	q.reset(list, 80, 1, 4)
+	q := newTwoEnds(list, 80, 1, 4)
 	// The CPU workers start first: their 20 from the back, no more.
 	for i := range 20 {
 		if s, ok := q.back(); !ok || s != 99-i {
@@ -216,14 +215,14 @@ func TestTwoEnds(t *testing.T) {
 	// First runs of three quarters of the plan: the CPU workers may take
 	// the rest of it once those are handed out, and the engines come
 	// back for the planned fraction of what is left.
-	q.reset(list, 80, 0.75, 4)
+	q = newTwoEnds(list, 80, 0.75, 4)
 	for range 40 {
 		q.back()
 	}
 	if _, ok := q.back(); ok {
 		t.Fatal("the CPU workers reached into the engines' first runs")
 	}
-	q.reset(list, 80, 0.75, 4)
+	q = newTwoEnds(list, 80, 0.75, 4)
 	for range 10 {
 		q.back()
 	}
@@ -262,7 +261,7 @@ func TestTwoEnds(t *testing.T) {
 
 	// A plan of none: the CPU workers take everything; an engine lane
 	// that comes still gets a unit of what is left.
-	q.reset(list[:10], 0, 1, 4)
+	q = newTwoEnds(list[:10], 0, 1, 4)
 	if s, ok := q.back(); !ok || s != 9 {
 		t.Errorf("plan of none: the CPU workers' first JPEG %d %v, want 9", s, ok)
 	}
@@ -272,7 +271,7 @@ func TestTwoEnds(t *testing.T) {
 	}
 	// No lane started: their first runs are left for the caller to
 	// decode again.
-	q.reset(list[:10], 10, 1, 1)
+	q = newTwoEnds(list[:10], 10, 1, 1)
 	if took, left := q.taken(); len(took) != 0 || len(left) != 10 {
 		t.Errorf("no lane started: took %d, left %d, want 0 and 10", len(took), len(left))
 	}
@@ -286,8 +285,7 @@ func TestTwoEnds(t *testing.T) {
 // detector watches) hand out each JPEG once.
 func TestTwoEndsConcurrent(t *testing.T) {
 	list := upTo(1000)
-	var q twoEnds
-	q.reset(list, 650, 0.75, 8)
+	q := newTwoEnds(list, 650, 0.75, 8)
 	q.start(2)
 	var wg sync.WaitGroup
 	counts := make([]atomic.Int32, len(list))
