@@ -293,7 +293,8 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	// With the shared queue, the CPU workers take from the engines' JPEGs
 	// on a route of theirs (decoupled); without that route, the batched
 	// hybrid decoder takes what the plan leaves.
-	steal := e.split.queue > 0 && e.svc.huff != nil
+	sp := e.split.plan(int(e.svc.busy.Load()))
+	steal := sp.queue > 0 && e.svc.huff != nil
 	if steal {
 		// The engines take from the front, the CPU workers from the
 		// back: they meet on the smallest images (decodeCPU has why).
@@ -311,7 +312,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		cpuPx += e.samples[s].w * e.samples[s].h
 	}
 	e.hwPx = px
-	planned := e.split.count(px, cpuPx, cores, int(e.svc.busy.Load()))
+	planned := sp.count(px, cpuPx, cores)
 	if !steal && planned < len(hwList) {
 		// The rest take the route they were given: the coefficient
 		// route or decoupled on the CPU workers, or the batched hybrid
@@ -330,7 +331,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	var q *twoEnds
 	var eng runs = &evenRuns{list: hwList}
 	if steal {
-		q = newTwoEnds(hwList, planned, e.split.queue, cores)
+		q = newTwoEnds(hwList, planned, sp.queue, cores)
 		eng = q
 	}
 	hy := &evenRuns{list: hyList}

@@ -367,10 +367,10 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 	}
 	defer g.Close()
 	if share < 0 {
-		// The queue on (SLUICE_GPU_SHARED_QUEUE=75), with a plan that
-		// leaves the CPU workers baseline JPEGs beside their own
-		// progressive ones and PNGs.
-		g.split.queue, g.split.share = 0.75, 0.3
+		// The queue on (as while other executors are busy), with a
+		// plan that leaves the CPU workers baseline JPEGs beside their
+		// own progressive ones and PNGs.
+		g.split = splitter{share: 0.3, queue: busyQueue}
 	}
 	const batch = 64
 	var worstMean, worstMax float64

@@ -14,7 +14,7 @@ import (
 // failed on it.
 //
 //	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest);
-//	                         with SLUICE_GPU_SHARED_QUEUE, both from one queue (twoEnds)
+//	                         while other executors are busy, both from one queue (twoEnds)
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         the coefficient route on the CPU workers (PathCoefficients)
 //	over gpuHuffmanPixels    not the coefficient route: decoupled
@@ -118,13 +118,14 @@ type splitter struct {
 	// full of progressive JPEGs sends every colour baseline JPEG to the
 	// engines.
 	share float64
-	// auto: left to the executor, whose threads share the cores; then
-	// busyHWShare applies while other executors of the GPU are busy too.
-	auto bool
-	// queue: left to the executor and SLUICE_GPU_SHARED_QUEUE set, the
-	// engines' first runs from the queue are this part of their plan; 0:
-	// no queue.
+	// queue: the engines' first runs from a queue they share with the
+	// CPU workers are this part of their plan; 0: no queue, each route
+	// takes its planned part.
 	queue float64
+	// auto: left to the executor, whose threads share the cores; then
+	// busyHWShare and busyQueue apply while other executors of the GPU
+	// are busy too.
+	auto bool
 }
 
 // DefaultHWShare is executor.Options.HWShare's default here: every colour
@@ -143,36 +144,42 @@ const DefaultHWShare = 1.0
 // 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
 const busyHWShare = 0.75
 
-// sharedQueue is SLUICE_GPU_SHARED_QUEUE, a percentage: where the share is
-// left to the executor, the engines and the CPU workers then take a part's
-// engine-decodable JPEGs from one queue (twoEnds), the engines' first runs
-// that part of their plan. Unset (0), each route takes its planned part,
-// the default: on an H200 (docs/perf.md, 2026-12-03) the queue gained
-// 7-17% on colour baseline JPEGs with two instances at batches 16 and 64,
-// but lost 22% with two at 256 (100) and 44% with one at 16 (a plan from
-// measured rates), so it stays a switch for measurements until it gains
-// everywhere.
-var sharedQueue = float64(min(envInt("SLUICE_GPU_SHARED_QUEUE", 0), 100)) / 100
+// busyQueue is the default queue while two or more executors are busy:
+// the engines' first runs take three quarters of their plan, then each
+// route takes what the other has not started, so that neither waits at
+// the part's end. Measured on an H200 with two instances (docs/perf.md,
+// 2026-12-03 06:37 and 06:53 UTC): colour baseline JPEGs 13-14% more a
+// second at batch 64 and level to 6% more at 256 than with each route
+// taking its planned part, level at 16; the whole mix 2-7% more. Alone
+// (one executor, every JPEG planned for the engines) the queue lost 8% at
+// batch 64, so it is not used then. SLUICE_GPU_SHARED_QUEUE (a
+// percentage; 0: off) overrides it for measurements.
+var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 75)
 
 // newSplitter takes executor.Options.HWShare (negative: the default);
 // shared says the executor's threads share the cores with its GPU's other
 // executors.
 func newSplitter(configured float64, shared bool) splitter {
 	if configured < 0 {
-		return splitter{share: DefaultHWShare, auto: shared, queue: sharedQueue}
+		return splitter{share: DefaultHWShare, auto: shared}
 	}
 	return splitter{share: min(configured, 1)}
 }
 
+// plan is the split for a part while busy executors of the GPU have a
+// batch in flight.
+func (sp splitter) plan(busy int) splitter {
+	if sp.auto && busy > 1 {
+		return splitter{share: busyHWShare, queue: busyQueue}
+	}
+	return sp
+}
+
 // count is how many of the engine-decodable images, of px pixels each, go
 // to the engines (the first ones), when the CPU workers have cpuPx pixels
-// to decode already and busy executors of the GPU have a batch in flight:
-// the share, rounded up to whole rounds of the engines' cores.
-func (sp *splitter) count(px []int, cpuPx, cores, busy int) int {
-	share := sp.share
-	if sp.auto && busy > 1 {
-		share = busyHWShare
-	}
+// to decode already: the share, rounded up to whole rounds of the
+// engines' cores.
+func (sp splitter) count(px []int, cpuPx, cores int) int {
 	n := len(px)
 	total := cpuPx
 	for _, p := range px {
@@ -180,7 +187,7 @@ func (sp *splitter) count(px []int, cpuPx, cores, busy int) int {
 	}
 	// Pixels to move to the CPU workers, an image at a time from the end
 	// while that comes nearer the share.
-	move := (1-share)*float64(total) - float64(cpuPx)
+	move := (1-sp.share)*float64(total) - float64(cpuPx)
 	k, moved := n, 0
 	for k > 0 && float64(moved)+float64(px[k-1])/2 < move {
 		k--

@@ -137,49 +137,53 @@ func TestGPUGreyFactors(t *testing.T) {
 
 // TestSplitter: the share of the pixels, what the CPU workers have already
 // counted against theirs, rounded up to whole rounds of the engines'
-// cores; a negative one is the default, busyHWShare while other executors
-// are busy when the executor's threads share the cores, a set one whatever
-// the others do.
+// cores; a negative one is the default, busyHWShare with busyQueue while
+// other executors are busy when the executor's threads share the cores, a
+// set one whatever the others do.
 func TestSplitter(t *testing.T) {
 	same := func(n, p int) []int { return slices.Repeat([]int{p}, n) }
 	sp := newSplitter(0.5, true)
-	if n := sp.count(same(64, 100), 0, 1, 1); n != 32 {
+	if n := sp.count(same(64, 100), 0, 1); n != 32 {
 		t.Errorf("64 images at 0.5: %d to the engines, want 32", n)
 	}
-	if n := sp.count(same(64, 100), 0, 1, 3); n != 32 {
-		t.Errorf("64 images at a set 0.5 with 3 executors busy: %d to the engines, want 32", n)
+	if p := sp.plan(3); p != sp {
+		t.Errorf("a set 0.5 with 3 executors busy: planned %+v, want it kept", p)
 	}
-	if n := sp.count(same(10, 100), 0, 4, 1); n != 8 {
+	if n := sp.count(same(10, 100), 0, 4); n != 8 {
 		t.Errorf("10 images with 4 cores a round: %d, want 8 (5 rounded up to whole rounds)", n)
 	}
-	if n := sp.count(same(64, 100), 1600, 1, 1); n != 40 {
+	if n := sp.count(same(64, 100), 1600, 1); n != 40 {
 		t.Errorf("64 images beside 1,600 CPU pixels at 0.5: %d to the engines, want 40", n)
 	}
-	if n := sp.count(same(64, 100), 6400, 1, 1); n != 64 {
+	if n := sp.count(same(64, 100), 6400, 1); n != 64 {
 		t.Errorf("64 images beside as many CPU pixels at 0.5: %d to the engines, want all", n)
 	}
-	if n := sp.count([]int{100, 100, 1000}, 0, 1, 1); n != 2 {
+	if n := sp.count([]int{100, 100, 1000}, 0, 1); n != 2 {
 		t.Errorf("a large image last at 0.5: %d to the engines, want 2 (the large one to the CPU)", n)
 	}
 	for _, shared := range []bool{true, false} {
 		d := newSplitter(-1, shared)
 		for busy := range 4 {
-			want := 64
+			want, queue := 64, 0.0
 			if shared && busy > 1 {
-				want = int(64 * busyHWShare)
+				want, queue = int(64*busyHWShare), busyQueue
 			}
-			if n := d.count(same(64, 100), 0, 1, busy); n != want {
-				t.Errorf("default, threads shared %v, %d executors busy: %d of 64 to the engines, want %d", shared, busy, n, want)
+			p := d.plan(busy)
+			if n := p.count(same(64, 100), 0, 1); n != want || p.queue != queue {
+				t.Errorf("default, threads shared %v, %d executors busy: %d of 64 to the engines, queue %g; want %d, %g", shared, busy, n, p.queue, want, queue)
 			}
 		}
-		if n := d.count(same(64, 100), 2200, 1, 2); n != 64 {
+		if n := d.plan(2).count(same(64, 100), 2200, 1); n != 64 {
 			t.Errorf("default, %d executors busy, over a quarter of the pixels on the CPU already: %d of 64 to the engines, want all", 2, n)
 		}
 	}
-	if z := newSplitter(0, true); z.count(same(64, 100), 0, 4, 1) != 0 {
-		t.Errorf("share 0 sent %d to the engines", z.count(same(64, 100), 0, 4, 1))
+	if busyQueue <= 0 || busyQueue > 1 {
+		t.Errorf("busyQueue %g: want a part of the plan", busyQueue)
 	}
-	if n := sp.count(nil, 500, 4, 1); n != 0 {
+	if z := newSplitter(0, true); z.count(same(64, 100), 0, 4) != 0 {
+		t.Errorf("share 0 sent %d to the engines", z.count(same(64, 100), 0, 4))
+	}
+	if n := sp.count(nil, 500, 4); n != 0 {
 		t.Errorf("no engine-decodable image: %d", n)
 	}
 }

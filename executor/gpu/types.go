@@ -112,6 +112,16 @@ func growPinned(b *[]byte, n int) error {
 	return nil
 }
 
+// envPercent reads a percentage from the environment as a fraction (0 to
+// 1), else def percent.
+func envPercent(name string, def int) float64 {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || n < 0 {
+		n = def
+	}
+	return float64(min(n, 100)) / 100
+}
+
 // envInt reads a positive integer from the environment, else def.
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
