@@ -100,6 +100,9 @@ func TestGPUHardwareBackend(t *testing.T) {
 		if err := js.Parse(h, data, headerOnly); err != nil {
 			t.Fatalf("Parse(headerOnly=%v): %v", headerOnly, err)
 		}
+		if css, err := js.Subsampling(); css != CSS420 || err != nil {
+			t.Fatalf("Subsampling after Parse(headerOnly=%v) = %v, %v; want 4:2:0 (%v)", headerOnly, css, err, CSS420)
+		}
 		ok, err := h.BatchedSupported(js)
 		if err != nil {
 			t.Fatal(err)

@@ -141,23 +141,24 @@ type Image struct {
 
 // The entry points. nvjpegStatus_t is a C enum, read as int32 (see package cuda).
 var (
-	nvjpegGetProperty              func(typ int32, v *int32) int32
-	nvjpegCreateEx                 func(b int32, dev, pinned unsafe.Pointer, flags uint32, h *uintptr) int32
-	nvjpegDestroy                  func(h uintptr) int32
-	nvjpegSetDeviceMemoryPadding   func(padding uint64, h uintptr) int32
-	nvjpegSetPinnedMemoryPadding   func(padding uint64, h uintptr) int32
-	nvjpegJpegStateCreate          func(h uintptr, s *uintptr) int32
-	nvjpegJpegStateDestroy         func(s uintptr) int32
-	nvjpegGetImageInfo             func(h uintptr, data *byte, n uint64, comps *int32, css *int32, widths, heights *int32) int32
-	nvjpegDecodeBatchedInitialize  func(h, s uintptr, batch, threads, format int32) int32
-	nvjpegDecodeBatched            func(h, s uintptr, data **byte, lengths *uint64, dst *Image, stream uintptr) int32
-	nvjpegJpegStreamCreate         func(h uintptr, j *uintptr) int32
-	nvjpegJpegStreamDestroy        func(j uintptr) int32
-	nvjpegJpegStreamParse          func(h uintptr, data *byte, n uint64, saveMeta, saveStream int32, j uintptr) int32
-	nvjpegJpegStreamParseHeader    func(h uintptr, data *byte, n uint64, j uintptr) int32
-	nvjpegDecodeBatchedSupported   func(h, j uintptr, unsupported *int32) int32
-	nvjpegGetHardwareDecoderInfo   func(h uintptr, engines, cores *uint32) int32
-	nvjpegDecodeBatchedPreAllocate func(h, s uintptr, batch, width, height, css, format int32) int32
+	nvjpegGetProperty                    func(typ int32, v *int32) int32
+	nvjpegCreateEx                       func(b int32, dev, pinned unsafe.Pointer, flags uint32, h *uintptr) int32
+	nvjpegDestroy                        func(h uintptr) int32
+	nvjpegSetDeviceMemoryPadding         func(padding uint64, h uintptr) int32
+	nvjpegSetPinnedMemoryPadding         func(padding uint64, h uintptr) int32
+	nvjpegJpegStateCreate                func(h uintptr, s *uintptr) int32
+	nvjpegJpegStateDestroy               func(s uintptr) int32
+	nvjpegGetImageInfo                   func(h uintptr, data *byte, n uint64, comps *int32, css *int32, widths, heights *int32) int32
+	nvjpegDecodeBatchedInitialize        func(h, s uintptr, batch, threads, format int32) int32
+	nvjpegDecodeBatched                  func(h, s uintptr, data **byte, lengths *uint64, dst *Image, stream uintptr) int32
+	nvjpegJpegStreamCreate               func(h uintptr, j *uintptr) int32
+	nvjpegJpegStreamDestroy              func(j uintptr) int32
+	nvjpegJpegStreamParse                func(h uintptr, data *byte, n uint64, saveMeta, saveStream int32, j uintptr) int32
+	nvjpegJpegStreamParseHeader          func(h uintptr, data *byte, n uint64, j uintptr) int32
+	nvjpegJpegStreamGetChromaSubsampling func(j uintptr, css *int32) int32
+	nvjpegDecodeBatchedSupported         func(h, j uintptr, unsupported *int32) int32
+	nvjpegGetHardwareDecoderInfo         func(h uintptr, engines, cores *uint32) int32
+	nvjpegDecodeBatchedPreAllocate       func(h, s uintptr, batch, width, height, css, format int32) int32
 
 	// The decoupled decode (decoupled.go).
 	nvjpegDecoderCreate               func(h uintptr, b int32, d *uintptr) int32
@@ -201,6 +202,7 @@ func symbols() []symbol {
 		{&nvjpegJpegStreamParse, "nvjpegJpegStreamParse", false},
 		// Only a speed-up over a full Parse; an old library without it still works.
 		{&nvjpegJpegStreamParseHeader, "nvjpegJpegStreamParseHeader", true},
+		{&nvjpegJpegStreamGetChromaSubsampling, "nvjpegJpegStreamGetChromaSubsampling", false},
 		{&nvjpegDecodeBatchedSupported, "nvjpegDecodeBatchedSupported", false},
 		// Both from nvJPEG 11.9 on; without them the engines are counted
 		// as one and the hardware state grows its buffers on first use.
@@ -575,6 +577,22 @@ func (j *JpegStream) Parse(h *Handle, data []byte, headerOnly bool) error {
 	}
 	j.data = data
 	return check(call, r)
+}
+
+// Subsampling is the chroma subsampling of the image parsed into j, as
+// ImageInfo reports it.
+func (j *JpegStream) Subsampling() (Subsampling, error) {
+	if err := Init(); err != nil {
+		return CSSUnknown, err
+	}
+	if j == nil || j.j == 0 {
+		return CSSUnknown, errors.New("nvjpegJpegStreamGetChromaSubsampling: closed stream")
+	}
+	var css int32
+	if err := check("nvjpegJpegStreamGetChromaSubsampling", nvjpegJpegStreamGetChromaSubsampling(j.j, &css)); err != nil {
+		return CSSUnknown, err
+	}
+	return Subsampling(css), nil
 }
 
 // BatchedSupported reports whether h's batched decoder can decode the image parsed into j.

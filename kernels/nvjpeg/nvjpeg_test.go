@@ -197,4 +197,8 @@ func TestInit(t *testing.T) {
 	if e := h.Close(); e != nil {
 		t.Errorf("Close of a nil handle: %v", e)
 	}
+	var js *JpegStream
+	if css, e := js.Subsampling(); e == nil || css != CSSUnknown {
+		t.Errorf("Subsampling of a nil stream = %v, %v; want an error", css, e)
+	}
 }
