@@ -293,7 +293,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	// With the shared queue, the CPU workers take from the engines' JPEGs
 	// on a route of theirs (decoupled); without that route, the batched
 	// hybrid decoder takes what the plan leaves.
-	sp := e.split.plan(int(e.svc.busy.Load()))
+	sp := e.split.plan(int(e.svc.busy.Load()), len(hwList))
 	steal := sp.queue > 0 && e.svc.huff != nil
 	if steal {
 		// The engines take from the front, the CPU workers from the
@@ -421,9 +421,9 @@ func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
 	// Largest first: workers take images in list order, and a large
 	// photo started last would hold the part up while the others idle.
 	e.largestFirst(list)
-	var at atomic.Int64
+	own := counter(len(list))
 	next := func() (int, bool) {
-		if i := int(at.Add(1) - 1); i < len(list) {
+		if i, ok := own(); ok {
 			return list[i], true
 		}
 		return q.back()
@@ -465,11 +465,7 @@ func (e *Executor) noteRetry(n int, err error) {
 // need it). A thread that cannot bind calls fn with a nil parser for what
 // is left.
 func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
-	var at atomic.Int64
-	next := func() (int, bool) {
-		i := int(at.Add(1) - 1)
-		return i, i < n
-	}
+	next := counter(n)
 	e.spread(n, func(bound bool, t int) {
 		z := e.parsers[t]
 		if !bound {
@@ -497,6 +493,15 @@ func (e *Executor) parallel(n int, next func() (int, bool), fn func(w *cpuWorker
 			fn(w, s)
 		}
 	})
+}
+
+// counter hands out 0..n-1, each once, to whichever thread asks first.
+func counter(n int) func() (int, bool) {
+	var at atomic.Int64
+	return func() (int, bool) {
+		i := int(at.Add(1) - 1)
+		return i, i < n
+	}
 }
 
 // spread runs body on min(n, threads()) threads, thread t of them with

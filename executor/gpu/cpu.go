@@ -40,26 +40,26 @@ func newCPUWorker(huff *huffman) (*cpuWorker, error) {
 }
 
 // parser is one executor's state for parsing a batch's samples on one
-// thread: a header reader, the hardware decoder's support check, the
-// operators' context and the side-output tensors their size rules fill.
+// thread: codec's header reader, nvJPEG's (with the engines' support
+// check), the operators' context and the side-output tensors their size rules fill.
 // An executor's parsers are its own, so that it parses its next batch
 // while the service's workers decode another executor's.
 type parser struct {
 	hdr   *codec.Decoder
-	hw    *supporter // nil without the hardware decoder
+	nv    *headerReader
 	ctx   ops.Ctx
 	side  [][]ops.Tensor  // per stage, per side port
 	sideP [][]*ops.Tensor // pointers to side, as GPU takes them
 }
 
-func newParser(ch *chain, lim ops.Limits, hw *jpegPath) (*parser, error) {
+// newParser makes a parser whose nvJPEG header reader is on nv's handle:
+// the engines', or the hybrid decoder's when the executor has none.
+func newParser(ch *chain, lim ops.Limits, nv *jpegPath) (*parser, error) {
 	z := &parser{hdr: codec.NewDecoder(), ctx: ops.Ctx{Limits: lim}}
-	if hw != nil {
-		var err error
-		if z.hw, err = hw.newSupporter(); err != nil {
-			z.close()
-			return nil, err
-		}
+	var err error
+	if z.nv, err = nv.newHeaderReader(); err != nil {
+		z.close()
+		return nil, err
 	}
 	for _, st := range ch.stages {
 		ts := make([]ops.Tensor, len(st.side))
@@ -75,7 +75,7 @@ func newParser(ch *chain, lim ops.Limits, hw *jpegPath) (*parser, error) {
 
 func (z *parser) close() {
 	z.hdr.Close()
-	z.hw.close()
+	z.nv.close()
 }
 
 // bindSide points stage k's side outputs that are pipeline outputs at

@@ -218,34 +218,46 @@ func (j *jpegPath) newState(cs *callState) (err error) {
 	return nil
 }
 
-// supporter asks the hardware decoder whether it takes a JPEG: one per
-// CPU worker, as a stream object holds one parsed header.
-type supporter struct {
-	h  *nvjpeg.Handle
-	js *nvjpeg.JpegStream
+// headerReader is nvJPEG's reading of a JPEG's header on one parser's
+// thread: a stream object, parsed once per JPEG (its headers only), gives
+// the chroma subsampling and answers whether the engines take the JPEG.
+// On the engines' handle; on the hybrid decoder's when the executor has
+// no engines.
+type headerReader struct {
+	h       *nvjpeg.Handle
+	js      *nvjpeg.JpegStream
+	engines bool // h is the engines'
 }
 
-func (j *jpegPath) newSupporter() (*supporter, error) {
+func (j *jpegPath) newHeaderReader() (*headerReader, error) {
 	js, err := j.h.NewJpegStream()
 	if err != nil {
 		return nil, err
 	}
-	return &supporter{h: j.h, js: js}, nil
+	return &headerReader{h: j.h, js: js, engines: j.path == PathHardware}, nil
 }
 
-// supported asks whether the batched decoder takes this JPEG (the
-// hardware engines do not take every subsampling or size).
-func (s *supporter) supported(src []byte) bool {
-	if err := s.js.Parse(s.h, src, true); err != nil {
+// read parses src's headers and returns its chroma subsampling.
+func (r *headerReader) read(src []byte) (nvjpeg.Subsampling, error) {
+	if err := r.js.Parse(r.h, src, true); err != nil {
+		return nvjpeg.CSSUnknown, err
+	}
+	return r.js.Subsampling()
+}
+
+// hwTakes reports whether the engines take the JPEG read last (they do
+// not take every subsampling or size).
+func (r *headerReader) hwTakes() bool {
+	if !r.engines {
 		return false
 	}
-	ok, err := s.h.BatchedSupported(s.js)
+	ok, err := r.h.BatchedSupported(r.js)
 	return err == nil && ok
 }
 
-func (s *supporter) close() {
-	if s != nil {
-		s.js.Close()
+func (r *headerReader) close() {
+	if r != nil {
+		r.js.Close()
 	}
 }
 

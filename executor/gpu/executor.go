@@ -1,10 +1,11 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
 // JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
 // JPEG engines (all of them unless HWShare, or by default other executors
-// of the GPU being busy, moves a share of the batch's pixels to nvJPEG's
-// decoupled decoder on the CPU workers: Huffman decoding on the worker's
-// thread, the rest on the GPU; while others are busy, the engines and the
-// workers take them from the two ends of one queue); progressive JPEGs
+// of the GPU being busy with a part of 16 or more, moves a share of the
+// batch's pixels to nvJPEG's decoupled decoder on the CPU workers: Huffman
+// decoding on the worker's thread, the rest on the GPU; while others are
+// busy, the engines and the workers take them from the two ends of one
+// queue); progressive JPEGs
 // through the coefficient route on the CPU workers (entropy decoding
 // there, the IDCT on the GPU; over a megapixel, the decoupled decoder's
 // Huffman decoding on the GPU);
@@ -216,11 +217,12 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if e.svc, err = acquireService(opt.Device); err != nil {
 		return nil, err
 	}
-	if e.split.share > 0 {
-		e.hw = e.svc.hw
+	nv := e.svc.hy
+	if e.split.share > 0 && e.svc.hw != nil {
+		e.hw, nv = e.svc.hw, e.svc.hw
 	}
 	for range opt.Workers {
-		z, err := newParser(ch, opt.Limits, e.hw)
+		z, err := newParser(ch, opt.Limits, nv)
 		if err != nil {
 			return nil, err
 		}

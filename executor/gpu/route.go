@@ -14,7 +14,8 @@ import (
 // failed on it.
 //
 //	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest);
-//	                         while other executors are busy, both from one queue (twoEnds)
+//	                         while other executors are busy, both from one queue (twoEnds),
+//	                         but for parts of fewer than minSharedPart
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         the coefficient route on the CPU workers (PathCoefficients)
 //	over gpuHuffmanPixels    not the coefficient route: decoupled
@@ -58,11 +59,11 @@ func (e *Executor) route(z *parser, smp *sample) {
 	default:
 		return
 	}
-	info, err := e.svc.hy.h.ImageInfo(smp.src)
+	css, err := z.nv.read(smp.src)
 	if err != nil {
 		return
 	}
-	switch info.Subsampling {
+	switch css {
 	case nvjpeg.CSSGray:
 		smp.c = 1
 		smp.factorsAt = smp.hdr.GreyFactorsAt()
@@ -70,8 +71,8 @@ func (e *Executor) route(z *parser, smp *sample) {
 	default:
 		return
 	}
-	smp.hw = smp.hdr.HuffmanSequential() && e.hw != nil && z.hw.supported(smp.src)
-	smp.path, smp.sub = path, info.Subsampling
+	smp.hw = smp.hdr.HuffmanSequential() && z.nv.hwTakes()
+	smp.path, smp.sub = path, css
 }
 
 // stageJPEG copies smp's JPEG into dst for one of nvJPEG's batched calls,
@@ -166,10 +167,19 @@ func newSplitter(configured float64, shared bool) splitter {
 	return splitter{share: min(configured, 1)}
 }
 
-// plan is the split for a part while busy executors of the GPU have a
-// batch in flight.
-func (sp splitter) plan(busy int) splitter {
-	if sp.auto && busy > 1 {
+// minSharedPart is the fewest engine-decodable JPEGs a part must have for
+// busyHWShare and busyQueue to apply: a CPU worker's image (about 1.3 ms
+// beside the engines) takes longer than the engines take for a smaller
+// part, so there it holds the part up. Measured on an H200 with two
+// instances (docs/perf.md, 2026-12-03 09:27-09:39 UTC): colour baseline
+// JPEGs at batch 8 13-18% more a second with every one on the engines
+// than with the queue; at 16 the queue was 6-13% ahead.
+const minSharedPart = 16
+
+// plan is the split for a part of n engine-decodable JPEGs while busy
+// executors of the GPU have a batch in flight.
+func (sp splitter) plan(busy, n int) splitter {
+	if sp.auto && busy > 1 && n >= minSharedPart {
 		return splitter{share: busyHWShare, queue: busyQueue}
 	}
 	return sp

@@ -146,7 +146,7 @@ func TestSplitter(t *testing.T) {
 	if n := sp.count(same(64, 100), 0, 1); n != 32 {
 		t.Errorf("64 images at 0.5: %d to the engines, want 32", n)
 	}
-	if p := sp.plan(3); p != sp {
+	if p := sp.plan(3, 64); p != sp {
 		t.Errorf("a set 0.5 with 3 executors busy: planned %+v, want it kept", p)
 	}
 	if n := sp.count(same(10, 100), 0, 4); n != 8 {
@@ -168,12 +168,16 @@ func TestSplitter(t *testing.T) {
 			if shared && busy > 1 {
 				want, queue = int(64*busyHWShare), busyQueue
 			}
-			p := d.plan(busy)
+			p := d.plan(busy, 64)
 			if n := p.count(same(64, 100), 0, 1); n != want || p.queue != queue {
 				t.Errorf("default, threads shared %v, %d executors busy: %d of 64 to the engines, queue %g; want %d, %g", shared, busy, n, p.queue, want, queue)
 			}
 		}
-		if n := d.plan(2).count(same(64, 100), 2200, 1); n != 64 {
+		// A part smaller than minSharedPart stays on the engines, busy or not.
+		if p := d.plan(2, minSharedPart-1); p.queue != 0 || p.count(same(minSharedPart-1, 100), 0, 1) != minSharedPart-1 {
+			t.Errorf("default, threads shared %v, 2 busy, %d images: planned %+v, want every one on the engines", shared, minSharedPart-1, p)
+		}
+		if n := d.plan(2, 64).count(same(64, 100), 2200, 1); n != 64 {
 			t.Errorf("default, %d executors busy, over a quarter of the pixels on the CPU already: %d of 64 to the engines, want all", 2, n)
 		}
 	}
