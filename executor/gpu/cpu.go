@@ -41,9 +41,9 @@ func newCPUWorker(huff *huffman) (*cpuWorker, error) {
 
 // parser is one executor's state for parsing a batch's samples on one
 // thread: codec's header reader, nvJPEG's (with the engines' support
-// check), the operators' context and the side-output tensors their size rules fill.
-// An executor's parsers are its own, so that it parses its next batch
-// while the service's workers decode another executor's.
+// check), the operators' context and the side-output tensors their size
+// rules fill. An executor's parsers are its own, so that it parses its
+// next batch while the service's workers decode another executor's.
 type parser struct {
 	hdr   *codec.Decoder
 	nv    *headerReader

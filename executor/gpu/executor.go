@@ -5,10 +5,9 @@
 // batch's pixels to nvJPEG's decoupled decoder on the CPU workers: Huffman
 // decoding on the worker's thread, the rest on the GPU; while others are
 // busy, the engines and the workers take them from the two ends of one
-// queue); progressive JPEGs
-// through the coefficient route on the CPU workers (entropy decoding
-// there, the IDCT on the GPU; over a megapixel, the decoupled decoder's
-// Huffman decoding on the GPU);
+// queue); progressive JPEGs through the coefficient route on the CPU
+// workers (entropy decoding there, the IDCT on the GPU; over a megapixel,
+// the decoupled decoder's Huffman decoding on the GPU);
 // CMYK, arithmetic-coded JPEGs, the other formats and whatever nvJPEG
 // rejects to libjpeg-turbo or the format's decoder on the CPU workers,
 // uploaded; a decoded-image input is uploaded as it came, or read in place
