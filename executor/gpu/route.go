@@ -172,8 +172,8 @@ func newSplitter(configured float64, shared bool) splitter {
 // beside the engines) takes longer than the engines take for a smaller
 // part, so there it holds the part up. Measured on an H200 with two
 // instances (docs/perf.md, 2026-12-03 09:27-09:39 UTC): colour baseline
-// JPEGs at batch 8 13-18% more a second with every one on the engines
-// than with the queue; at 16 the queue was 6-13% ahead.
+// JPEGs at batch 8 8-18% more a second with every one on the engines
+// than with the queue; at 16 the queue was 3-13% ahead.
 const minSharedPart = 16
 
 // plan is the split for a part of n engine-decodable JPEGs while busy
