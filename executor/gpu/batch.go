@@ -463,7 +463,8 @@ func (e *Executor) noteRetry(n int, err error) {
 // parseAll runs fn for 0..n-1 on up to Workers threads, each with one of
 // the executor's parsers and its context current (nvJPEG's header calls
 // need it). A thread that cannot bind calls fn with a nil parser for what
-// is left.
+// is left. Each thread loops over the counter: a goroutine a JPEG, binding
+// for each, made the step 10-35% longer (docs/perf.md, 2026-12-03 10:47).
 func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
 	next := counter(n)
 	e.spread(n, func(bound bool, t int) {
