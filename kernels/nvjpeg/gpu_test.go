@@ -22,21 +22,13 @@ func gpu(t *testing.T) {
 	}
 }
 
-// gradient is a 64x48 test image, encoded by the standard library (always 4:2:0 for colour).
+// gradient is a 64x48 test image (colourJPEG) and the standard library's
+// decoding of it.
 func gradient(t *testing.T) ([]byte, *image.RGBA) {
 	t.Helper()
 	const w, h = 64, 48
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y * 5), uint8(128 + x - y), 255})
-		}
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
-		t.Fatal(err)
-	}
-	dec, err := jpeg.Decode(bytes.NewReader(buf.Bytes()))
+	data := colourJPEG(t, w, h)
+	dec, err := jpeg.Decode(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +38,24 @@ func gradient(t *testing.T) ([]byte, *image.RGBA) {
 			ref.Set(x, y, dec.At(x, y))
 		}
 	}
-	return buf.Bytes(), ref
+	return data, ref
+}
+
+// colourJPEG is a w x h gradient, encoded by the standard library (always
+// 4:2:0 for colour).
+func colourJPEG(tb testing.TB, w, h int) []byte {
+	tb.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y * 5), uint8(128 + x - y), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func TestGPUDecodeBatched(t *testing.T) {
