@@ -305,9 +305,18 @@ func TestTritonStatistics(t *testing.T) {
 		if _, err := c.Infer(ctx, &InferRequest{Model: imagenet, Inputs: []Tensor{imageInput(img)}}); err != nil {
 			t.Fatal(err)
 		}
-		after, err := c.ModelStatistics(ctx, imagenet, "")
-		if err != nil {
-			t.Fatal(err)
+		// The backend sends a response before it reports the request's
+		// and the batch's statistics (their end time is the send's), so
+		// they may lag the answer briefly.
+		var after []ModelStats
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if after, err = c.ModelStatistics(ctx, imagenet, ""); err != nil {
+				t.Fatal(err)
+			}
+			if len(before) != 1 || len(after) != 1 || time.Now().After(deadline) ||
+				after[0].InferenceCount > before[0].InferenceCount && after[0].ExecutionCount > before[0].ExecutionCount {
+				break
+			}
 		}
 		if len(before) != 1 || len(after) != 1 || after[0].Name != imagenet || after[0].Version != "1" {
 			t.Fatalf("ModelStatistics = %+v", after)
