@@ -146,21 +146,16 @@ const DefaultHWShare = 1.0
 const busyHWShare = 0.75
 
 // busyQueue is the default queue while two or more executors are busy:
-// the engines' first runs take their whole plan (with one lane a batch
-// then, in one call), then each route takes what the other has not
-// started, so that neither waits at the part's end. Measured on an H200
-// with two instances: against each route taking its planned part, a
-// queue whose first runs took three quarters of the plan ran colour
-// baseline JPEGs 13-14% faster at batch 64 and level to 6% faster at 256,
-// level at 16, the whole mix 2-7% faster (docs/perf.md, 2026-12-03 06:37
-// and 06:53 UTC); first runs of the whole plan were faster again in 13
-// of 16 paired cells of colour baseline and the whole mix at 64 and 256,
-// by 4% at the median (from -5 to +15%; 2026-12-03 13:38 and 13:42 UTC), with
-// the engines taking more of the part. Alone (one executor, every JPEG
-// planned for the engines) the queue lost 8% at batch 64, so it is not
-// used then. SLUICE_GPU_SHARED_QUEUE (a percentage; 0: off) overrides it
-// for measurements.
-var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 100)
+// the engines' first runs take three quarters of their plan, then each
+// route takes what the other has not started, so that neither waits at
+// the part's end. Measured on an H200 with two instances (docs/perf.md,
+// 2026-12-03 06:37 and 06:53 UTC): colour baseline JPEGs 13-14% more a
+// second at batch 64 and level to 6% more at 256 than with each route
+// taking its planned part, level at 16; the whole mix 2-7% more. Alone
+// (one executor, every JPEG planned for the engines) the queue lost 8% at
+// batch 64, so it is not used then. SLUICE_GPU_SHARED_QUEUE (a
+// percentage; 0: off) overrides it for measurements.
+var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 75)
 
 // newSplitter takes executor.Options.HWShare (negative: the default);
 // shared says the executor's threads share the cores with its GPU's other
