@@ -146,16 +146,19 @@ const DefaultHWShare = 1.0
 const busyHWShare = 0.75
 
 // busyQueue is the default queue while two or more executors are busy:
-// the engines' first runs take three quarters of their plan, then each
+// the engines' first runs take their whole plan (one call of the part's
+// planned three quarters, as DALI makes one call of its share), then each
 // route takes what the other has not started, so that neither waits at
 // the part's end. Measured on an H200 with two instances (docs/perf.md,
-// 2026-12-03 06:37 and 06:53 UTC): colour baseline JPEGs 13-14% more a
-// second at batch 64 and level to 6% more at 256 than with each route
-// taking its planned part, level at 16; the whole mix 2-7% more. Alone
-// (one executor, every JPEG planned for the engines) the queue lost 8% at
-// batch 64, so it is not used then. SLUICE_GPU_SHARED_QUEUE (a
-// percentage; 0: off) overrides it for measurements.
-var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 75)
+// 2026-12-03 06:37 and 06:53 UTC): the queue at 75% of the plan gave
+// colour baseline JPEGs 13-14% more a second at batch 64 and level to 6%
+// more at 256 than each route taking its planned part; 100% against 75%
+// (13:38 and 13:42 UTC) was ahead in 13 of 16 paired cells, +4% at the
+// median, every one beside DALI. Alone (one executor, every JPEG planned
+// for the engines) the queue lost 8% at batch 64, so it is not used then.
+// SLUICE_GPU_SHARED_QUEUE (a percentage; 0: off) overrides it for
+// measurements.
+var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 100)
 
 // newSplitter takes executor.Options.HWShare (negative: the default);
 // shared says the executor's threads share the cores with its GPU's other
