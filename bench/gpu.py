@@ -33,6 +33,12 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
 - OpenCV: bench.cpu's opencv_one over a thread pool of os.cpu_count() threads,
   one batch at a time.
 
+--rounds N measures every cell N times, each contender once a round before the
+next round, so that the machine's drift (10-15% between minutes on an H200's
+cores) touches every contender alike: a cell is then the median round (its range
+beside it), a ratio the median of the rounds' ratios, each round's taken within
+that round.
+
 The ratio columns compare like with like: Sluice's default and the peers that
 upsample JPEG chroma as libjpeg and Pillow do (DALI with jpeg_fancy_upsampling,
 nvImageCodec's default), then sluice-fast and the peers that replicate it
@@ -328,22 +334,54 @@ def versions(contenders):
     return v
 
 
-def cell_md(r):
-    """img/s, p50, p99 cells for one result."""
-    if r is None:
+def median_round(runs):
+    """Of one cell's rounds, the first error, else the round of the median
+    images/s (the lower middle one of an even count)."""
+    for r in runs:
+        if "error" in r:
+            return r
+    return sorted(runs, key=lambda r: r["images_per_sec"])[(len(runs) - 1) // 2]
+
+
+def cell_md(runs):
+    """img/s, p50, p99 cells for one cell's rounds: the median round's, with
+    the range of images/s over the rounds when there are several."""
+    if not runs:
         return ["–", "–", "–"]
+    r = median_round(runs)
     if "error" in r:
         return [common.md_failed(r["error"]), "–", "–"]
     ips = f"{r['images_per_sec']:,.0f}"
-    if r.get("failed"):
-        ips += f" ({r['failed']} failed samples)"
+    if len(runs) > 1:
+        rates = [x["images_per_sec"] for x in runs]
+        ips += f" ({min(rates):,.0f}–{max(rates):,.0f})"
+    if failed := sum(x.get("failed", 0) for x in runs):
+        ips += f" ({failed} failed samples)"
     return [ips, f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}"]
 
 
-def ratio(a, b):
-    if not a or not b or "error" in a or "error" in b or not b["images_per_sec"]:
+def ratio_md(runs, mine, peers):
+    """Best of mine over best of peers, taken within each round (the same
+    minute's cells): the median of the rounds' ratios, their range beside
+    it when there are several; n/a without a result on both sides."""
+
+    def best(names, i):
+        ok = [runs[c][i]["images_per_sec"] for c in names if c in runs and "error" not in runs[c][i]]
+        return max(ok, default=None)
+
+    rounds = min((len(runs[c]) for c in mine + peers if c in runs), default=0)
+    ratios = []
+    for i in range(rounds):
+        a, b = best(mine, i), best(peers, i)
+        if a is not None and b:
+            ratios.append(a / b)
+    if not ratios:
         return "n/a"
-    return f"{a['images_per_sec'] / b['images_per_sec']:.2f}x"
+    ratios.sort()
+    text = f"{ratios[(len(ratios) - 1) // 2]:.2f}x"
+    if len(ratios) > 1:
+        text += f" ({ratios[0]:.2f}–{ratios[-1]:.2f}x)"
+    return text
 
 
 def main():
@@ -352,6 +390,8 @@ def main():
     ap.add_argument("--pipeline", default=common.IMAGENET_PIPELINE)
     ap.add_argument("--batches", default="16,64,256", help="comma-separated batch sizes")
     ap.add_argument("--seconds", type=float, default=4, help="measured seconds per kind, batch and contender")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every cell this many times, each contender once a round (default: %(default)s)")
     ap.add_argument("--gpu", type=int, default=0, help="device ordinal; -1: Sluice's CPU executor")
     ap.add_argument("--workers", type=int, default=0, help="sluice bench --workers (0: its default)")
     ap.add_argument("--instances", type=int, default=1,
@@ -366,6 +406,8 @@ def main():
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     if bad := set(only) - set(CONTENDERS):
         ap.error(f"--only: unknown {sorted(bad)}")
+    if args.rounds < 1:
+        ap.error("--rounds: at least 1")
     batch_sizes = [int(b) for b in args.batches.split(",")]
     corpus = pathlib.Path(args.corpus)
     files = common.mix_files(corpus)
@@ -385,6 +427,7 @@ def main():
         "cpus": os.cpu_count(),
         "command": command,
         "seconds": args.seconds,
+        "rounds": args.rounds,
         "kinds": {k: len(v) for k, v in kinds.items()},
     }
 
@@ -410,13 +453,18 @@ def main():
             for c in contenders:
                 if c.name not in kind_err and (err := guard(c.prepare, kdir, datas, batch_sizes)):
                     kind_err[c.name] = err
-            for b in batch_sizes:
-                row = {"kind": kind, "files": len(kfiles), "batch": b}
-                for c in contenders:
-                    row[c.name] = kind_err.get(c.name) or guard(c.measure, b)
-                rows.append(row)
-                print(f"# {kind} batch {b}: " + "  ".join(
-                    f"{c.name} {cell_md(row[c.name])[0]}" for c in contenders), file=sys.stderr, flush=True)
+            krows = [{"kind": kind, "files": len(kfiles), "batch": b, "rounds": {c.name: [] for c in contenders}}
+                     for b in batch_sizes]
+            for rnd in range(args.rounds):
+                for row in krows:
+                    for c in contenders:
+                        row["rounds"][c.name].append(kind_err.get(c.name) or guard(c.measure, row["batch"]))
+                    print(f"# {kind} batch {row['batch']}" + (f" round {rnd + 1}" if args.rounds > 1 else "") + ": "
+                          + "  ".join(f"{c.name} {cell_md(row['rounds'][c.name][-1:])[0]}" for c in contenders),
+                          file=sys.stderr, flush=True)
+            for row in krows:  # each contender's median round in its own key, as with one round
+                row.update({c: median_round(runs) for c, runs in row["rounds"].items()})
+            rows.extend(krows)
     info["wall_seconds"] = round(time.perf_counter() - t0, 1)
 
     v = info["versions"]
@@ -432,7 +480,10 @@ def main():
         f"{info['date']}; GPU: {info['gpu']}; {info['cpus']} CPUs; torch {v['torch']}, "
         f"torchvision {v['torchvision']}, cv2 {v['cv2']}, nvImageCodec {v['nvidia.nvimgcodec']}, "
         f"DALI {v['nvidia.dali']}; "
-        f"{args.seconds:g} s per cell; wall {info['wall_seconds']} s",
+        f"{args.seconds:g} s per cell; "
+        + (f"{args.rounds} rounds, each cell the median round (range), each ratio the median of the rounds' "
+           f"(range); " if args.rounds > 1 else "")
+        + f"wall {info['wall_seconds']} s",
         "",
         "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
         "",
@@ -453,10 +504,8 @@ def main():
         if r.get("skipped"):
             md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a", "n/a"]))
             continue
-        cells = [x for c in shown for x in cell_md(r.get(c))]
-        best = lambda names: max((r[c] for c in names if r.get(c) and "error" not in r[c]),  # noqa: E731
-                                 key=lambda x: x["images_per_sec"], default=None)
-        ratios = [ratio(best(mine), best(peers)) for mine, peers in sides.values()]
+        cells = [x for c in shown for x in cell_md(r["rounds"].get(c))]
+        ratios = [ratio_md(r["rounds"], mine, peers) for mine, peers in sides.values()]
         md.append(common.md_row([label, str(r["batch"]), *cells, *ratios]))
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)
@@ -464,7 +513,8 @@ def main():
         pathlib.Path(args.md_out).write_text(text)
     if args.json_out:
         info["files"] = {k: [f"{p.parent.name}/{p.name}" for p in v] for k, v in kinds.items()}
-        info["rows"] = rows
+        # One round's "rounds" would repeat each cell.
+        info["rows"] = rows if args.rounds > 1 else [{k: v for k, v in r.items() if k != "rounds"} for r in rows]
         pathlib.Path(args.json_out).write_text(json.dumps(info, indent=1) + "\n")
 
 

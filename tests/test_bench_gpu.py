@@ -1,8 +1,10 @@
 """bench.gpu's fast-upsampling pipeline (the shipped ImageNet pipeline with
 decode's jpeg_fancy_upsampling false, which the compiler accepts) and
-bench.upsampling's distance from Pillow."""
+bench.upsampling's distance from Pillow; bench.gpu's rounds."""
 
+import json
 import subprocess
+import sys
 
 import pytest
 
@@ -35,3 +37,64 @@ def test_upsampling_distance():
     b = np.array([[3, 10], [0, 7]], np.uint8)
     assert upsampling.distance(a, b) == ((3 + 255) / 4, 255)
     assert upsampling.distance(a, a) == (0.0, 0)
+
+
+def _cell(ips, p99=1.0, failed=0):
+    return {"images_per_sec": ips, "p50_ms": p99 / 2, "p99_ms": p99, "failed": failed}
+
+
+def test_median_round_is_the_middle_rate_or_the_first_error():
+    from bench import gpu
+
+    runs = [_cell(300, 3), _cell(100, 1), _cell(200, 2)]
+    assert gpu.median_round(runs)["p99_ms"] == 2
+    assert gpu.median_round(runs[:2])["images_per_sec"] == 100  # even count: the lower middle
+    err = {"error": "boom"}
+    assert gpu.median_round([_cell(1), err, {"error": "later"}]) is err
+
+
+def test_cell_md_shows_the_median_its_range_and_every_failure():
+    from bench import gpu
+
+    ips, p50, p99 = gpu.cell_md([_cell(26701, 8.84), _cell(26473, 9.08, failed=1), _cell(26691, 8.26, failed=2)])
+    assert ips == "26,691 (26,473–26,701) (3 failed samples)"
+    assert (p50, p99) == ("4.13", "8.26")
+    assert gpu.cell_md([_cell(1234.4)])[0] == "1,234"
+    assert gpu.cell_md([])[0] == "–"
+
+
+def test_ratio_md_takes_each_round_within_the_round():
+    from bench import gpu
+
+    # Round 1: best Sluice 26,701 / best DALI 23,780; round 2: 27,579 / 27,448;
+    # round 3: 26,694 / 29,834. A ratio of the medians (26,701 / 27,448)
+    # would be 0.97x; the rounds' own ratios are 1.12, 1.00 and 0.89.
+    runs = {
+        "sluice": [_cell(20000), _cell(21000), _cell(22000)],
+        "sluice-x2": [_cell(26701), _cell(27579), _cell(26694)],
+        "dali-0.65": [_cell(23780), _cell(27448), _cell(29834)],
+        "dali-0.9": [_cell(18972), {"error": "x"}, _cell(23851)],
+    }
+    assert gpu.ratio_md(runs, ["sluice", "sluice-x2"], ["dali-0.65", "dali-0.9"]) == "1.00x (0.89–1.12x)"
+    assert gpu.ratio_md({k: v[:1] for k, v in runs.items()}, ["sluice-x2"], ["dali-0.65"]) == "1.12x"
+    assert gpu.ratio_md(runs, ["sluice"], []) == "n/a"
+    assert gpu.ratio_md({"a": [{"error": "x"}], "b": [_cell(1)]}, ["a"], ["b"]) == "n/a"
+
+
+def test_rounds_on_the_cpu_executor(sluice_bin, corpus, tmp_path):
+    """bench.gpu --rounds on Sluice's CPU executor (no GPU needed): every
+    cell measured once a round, the median round in the contender's key."""
+    out = tmp_path / "r.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.gpu", "--sluice", sluice_bin, "--corpus", str(corpus.root), "--gpu", "-1",
+         "--only", "sluice,sluice-fast", "--rounds", "3", "--seconds", "0.2", "--batches", "8",
+         "--kinds", "grayscale", "--json-out", str(out)],
+        cwd=common.ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("# grayscale batch 8 round ") == 3, r.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    for c in ("sluice", "sluice-fast"):
+        rates = [x["images_per_sec"] for x in row["rounds"][c]]
+        assert len(rates) == 3 and min(rates) > 0, rates
+        assert row[c]["images_per_sec"] == sorted(rates)[1]
+    assert "3 rounds" in r.stdout and "| grayscale (10) | 8 |" in r.stdout, r.stdout
