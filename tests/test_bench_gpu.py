@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bench import common
+from bench import common, gpu
 
 
 def test_fast_upsampling_pipeline_sets_the_argument_once(tmp_path):
@@ -44,8 +44,6 @@ def _cell(ips, p99=1.0, failed=0):
 
 
 def test_median_round_is_the_middle_rate_or_the_first_error():
-    from bench import gpu
-
     runs = [_cell(300, 3), _cell(100, 1), _cell(200, 2)]
     assert gpu.median_round(runs)["p99_ms"] == 2
     assert gpu.median_round(runs[:2])["images_per_sec"] == 100  # even count: the lower middle
@@ -54,8 +52,6 @@ def test_median_round_is_the_middle_rate_or_the_first_error():
 
 
 def test_cell_md_shows_the_median_its_range_and_every_failure():
-    from bench import gpu
-
     ips, p50, p99 = gpu.cell_md([_cell(26701, 8.84), _cell(26473, 9.08, failed=1), _cell(26691, 8.26, failed=2)])
     assert ips == "26,691 (26,473–26,701) (3 failed samples)"
     assert (p50, p99) == ("4.13", "8.26")
@@ -64,8 +60,6 @@ def test_cell_md_shows_the_median_its_range_and_every_failure():
 
 
 def test_ratio_md_takes_each_round_within_the_round():
-    from bench import gpu
-
     # Round 1: best Sluice 26,701 / best DALI 23,780; round 2: 27,579 / 27,448;
     # round 3: 26,694 / 29,834. A ratio of the medians (26,701 / 27,448)
     # would be 0.97x; the rounds' own ratios are 1.12, 1.00 and 0.89.
