@@ -334,13 +334,18 @@ def versions(contenders):
     return v
 
 
+def lower_median(xs, key=None):
+    """The median of xs, the lower middle one of an even count: always one of them."""
+    return sorted(xs, key=key)[(len(xs) - 1) // 2]
+
+
 def median_round(runs):
     """Of one cell's rounds, the first error, else the round of the median
-    images/s (the lower middle one of an even count)."""
+    images/s."""
     for r in runs:
         if "error" in r:
             return r
-    return sorted(runs, key=lambda r: r["images_per_sec"])[(len(runs) - 1) // 2]
+    return lower_median(runs, key=lambda r: r["images_per_sec"])
 
 
 def cell_md(runs):
@@ -377,10 +382,9 @@ def ratio_md(runs, mine, peers):
             ratios.append(a / b)
     if not ratios:
         return "n/a"
-    ratios.sort()
-    text = f"{ratios[(len(ratios) - 1) // 2]:.2f}x"
+    text = f"{lower_median(ratios):.2f}x"
     if len(ratios) > 1:
-        text += f" ({ratios[0]:.2f}–{ratios[-1]:.2f}x)"
+        text += f" ({min(ratios):.2f}–{max(ratios):.2f}x)"
     return text
 
 
