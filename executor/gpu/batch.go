@@ -437,18 +437,42 @@ func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
 			return
 		}
 		if smp.path == PathCoefficients || smp.path == PathCPUHuffman {
-			if took, err := w.decodeOwn(smp, e.mem.base, e.fused, e.chain.dec); took {
+			if took, err := w.decodeOwn(s, smp, e.mem.base, e.fused, e.chain.dec); took {
 				if err == nil {
+					if w.coef.full() {
+						e.flushCoefficients(b, w)
+					}
 					return
 				}
 				e.noteRetry(1, err)
 			}
 			smp.path = retryPath(smp.path)
 		}
-		if err := w.decode(smp, e.chain.dec, e.opt.Limits, e.mem.base); err != nil {
-			e.fail(b, s, e.decNm, err)
-		}
-	})
+		e.decodeLibrary(b, w, s)
+	}, func(w *cpuWorker) { e.flushCoefficients(b, w) })
+}
+
+// decodeLibrary decodes sample s with libjpeg-turbo or its format's
+// decoder on worker w, uploaded.
+func (e *Executor) decodeLibrary(b *batch, w *cpuWorker, s int) {
+	if err := w.decode(&e.samples[s], e.chain.dec, e.opt.Limits, e.mem.base); err != nil {
+		e.fail(b, s, e.decNm, err)
+	}
+}
+
+// flushCoefficients sends what worker w gathered on the coefficient route
+// to the GPU; if that fails, each of those images is decoded again on the
+// CPU, which also names the error.
+func (e *Executor) flushCoefficients(b *batch, w *cpuWorker) {
+	failed, err := w.coef.flush(e.fused, w.stream)
+	if err == nil {
+		return
+	}
+	e.noteRetry(len(failed), err)
+	for _, s := range failed {
+		e.samples[s].path = retryPath(e.samples[s].path)
+		e.decodeLibrary(b, w, s)
+	}
 }
 
 // noteRetry counts n images an nvJPEG decoder failed on, now decoded on
@@ -481,9 +505,9 @@ func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
 // parallel runs fn for each sample next hands out (at most n) on up to
 // Workers threads, each with a CPU worker from the GPU's pool (waited for:
 // other executors share it) and the executor's context current, as
-// workers issue copies. A thread that cannot bind calls fn with a nil
-// worker for what is left.
-func (e *Executor) parallel(n int, next func() (int, bool), fn func(w *cpuWorker, s int)) {
+// workers issue copies; then done with each worker before it goes back.
+// A thread that cannot bind calls fn with a nil worker for what is left.
+func (e *Executor) parallel(n int, next func() (int, bool), fn func(w *cpuWorker, s int), done func(w *cpuWorker)) {
 	e.spread(n, func(bound bool, _ int) {
 		var w *cpuWorker
 		if bound {
@@ -492,6 +516,9 @@ func (e *Executor) parallel(n int, next func() (int, bool), fn func(w *cpuWorker
 		}
 		for s, ok := next(); ok; s, ok = next() {
 			fn(w, s)
+		}
+		if w != nil {
+			done(w)
 		}
 	})
 }

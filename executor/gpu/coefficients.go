@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels"
@@ -11,31 +12,45 @@ import (
 	"github.com/sluice-dev/sluice/ops"
 )
 
-// coefState is one CPU worker's coefficient route for progressive JPEGs:
-// codec.CoefDecoder's entropy decoding on the worker's thread, the
-// coefficients uploaded through the worker's pinned buffer, then
-// sluice_idct and sluice_ycc on its stream. It gives libjpeg's decode
-// exactly (nvJPEG's IDCT rounds otherwise), and its CPU step is the bound
-// of progressive JPEGs on the GPU, which codec's decoder runs 1.5 to 1.9
-// times as fast as libjpeg-turbo's on an H200's cores (docs/perf.md).
-// Baseline JPEGs stay with nvJPEG's decoupled decoder beside the engines:
-// its host step was faster there than codec's.
+// coefState is one CPU worker's coefficient route: codec.CoefDecoder's
+// entropy decoding on the worker's thread into a pinned buffer of its own,
+// gathered over several images; then one upload, one sluice_idct and one
+// sluice_ycc launch for them all (flush). It gives libjpeg's decode
+// exactly (nvJPEG's IDCT rounds otherwise). Gathering is what makes the
+// route pay beside the engines: nvJPEG's decoupled decoder issues its
+// upload and its GPU steps image by image, and with 16 threads doing that
+// the engines' calls took twice as long and each thread's image 30% longer
+// than with its Huffman decoding alone, which slowed neither (docs/perf.md,
+// 2026-12-03 17:32 UTC). Gathered, baseline JPEGs beside the engines ran
+// 22-28% faster at batch 256 than through the decoupled decoder.
 type coefState struct {
 	dec    *codec.CoefDecoder
-	nz     []uint64       // the decoder's scratch: a mask a block
-	dev    cuda.DevicePtr // the upload's copy: the IDCT structs, then the blocks
-	devLen int
+	nz     []uint64 // the decoder's scratch: a mask a block
+	pinned []byte   // the gathered images' blocks, then at flush their IDCT structs
+	at     int      // bytes of pinned the gathered blocks take
+	blocks int      // the gathered components' blocks together
 	comps  []kernels.IDCT
+	conv   yccConv        // the gathered colour images' conversions
+	dev    cuda.DevicePtr // the upload's copy
+	devLen int
+	// pending are the gathered samples, in the order gathered: a flush
+	// that fails hands them back to be decoded another way.
+	pending []int
 }
 
-// For measurements, SLUICE_GPU_COEFFICIENTS=0 leaves progressive JPEGs to
-// nvJPEG's decoupled decoder, and =all sends the baseline JPEGs the
-// engines do not take through the route too.
-var coefRoute, coefSequential = os.Getenv("SLUICE_GPU_COEFFICIENTS") != "0", os.Getenv("SLUICE_GPU_COEFFICIENTS") == "all"
+// coefFlushBytes is how many bytes of coefficients a worker gathers
+// before it sends them to the GPU: about a dozen ImageNet-size photos, so
+// that a worker's share of a batch goes in one or two uploads. A variable
+// for a test.
+var coefFlushBytes = 4 << 20
 
-// coefHead is the upload's room for the IDCT structs of up to four
-// components, before the blocks.
-var coefHead = alignUp(4 * kernels.IDCTSize)
+// The route takes progressive JPEGs and the baseline ones the engines
+// leave to the CPU workers. For measurements, SLUICE_GPU_COEFFICIENTS=
+// progressive leaves baseline JPEGs to nvJPEG's decoupled decoder (the
+// default before 2026-12-03 17:50 UTC), and =0 progressive ones too.
+var coefRoute, coefSequential = coefSetting != "0", coefSetting != "0" && coefSetting != "progressive"
+
+var coefSetting = os.Getenv("SLUICE_GPU_COEFFICIENTS")
 
 func newCoefState() (*coefState, error) {
 	d, err := codec.NewCoefDecoder()
@@ -46,82 +61,146 @@ func newCoefState() (*coefState, error) {
 }
 
 // takesCoefficients reports whether a JPEG nvJPEG would take goes to the
-// coefficient route: progressive ones but those over gpuHuffmanPixels,
-// whose Huffman decoding on one thread would hold their batch back. That
-// bound also bounds the route's buffers.
+// coefficient route where the CPU workers decode it: every one but those
+// over gpuHuffmanPixels, whose Huffman decoding on one thread would hold
+// their batch back. That bound also bounds the route's buffers. A
+// baseline JPEG may still go to the engines (route.go).
 func takesCoefficients(hdr codec.Header) bool {
 	return coefRoute && hdr.Pixels() <= gpuHuffmanPixels && (hdr.HuffmanProgressive() || coefSequential && hdr.HuffmanSequential())
 }
 
-// decodeCoefficients decodes a JPEG into its arena slot through its
-// planes, as the nvJPEG paths do, and waits. An error leaves the sample to
-// libjpeg-turbo, which also names any damage.
-func (w *cpuWorker) decodeCoefficients(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
-	s := w.coef
-	blocks, err := s.dec.Frame(smp.src)
+// gather entropy-decodes sample s's JPEG into the worker's pinned buffer,
+// to be sent to the GPU at the next flush, which the caller makes once
+// full says so and before the worker lets go of the part. An error leaves
+// the sample to libjpeg-turbo, which also names any damage; the samples
+// gathered before it stay gathered.
+func (c *coefState) gather(s int, smp *sample, base cuda.DevicePtr, dec ops.DecodeSpec) error {
+	blocks, err := c.dec.Frame(smp.src)
 	if err != nil {
 		return err
 	}
-	n := coefHead + blocks*codec.CoefBlock
-	w.held(n)
-	if err := growPinned(&w.pinned, n); err != nil {
+	n := blocks * codec.CoefBlock
+	if err := c.growKeep(c.at + n); err != nil {
 		return err
 	}
-	if err := s.grow(n); err != nil {
+	if len(c.nz) < blocks {
+		c.nz = make([]uint64, blocks+blocks/4)
+	}
+	if err := c.dec.Decode(c.pinned[c.at:c.at+n], c.nz[:blocks], smp.src); err != nil {
 		return err
 	}
-	if len(s.nz) < blocks {
-		s.nz = make([]uint64, blocks+blocks/4)
-	}
-	if err := s.dec.Decode(w.pinned[coefHead:n], s.nz[:blocks], smp.src); err != nil {
-		return err
-	}
-	nc := s.dec.Components()
+	nc := c.dec.Components()
 	if (nc == 1) != (smp.sub == nvjpeg.CSSGray) || (nc != 1 && nc != 3) {
 		return fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
 	}
-	w.conv.reset()
-	img := w.conv.planes(smp, base, dec)
 	if dec.Color == ops.Gray {
 		nc = 1 // the luma plane is the image
 	}
 	sx, sy := subsampling(smp.sub)
-	first := 0
-	s.comps = s.comps[:0]
+	// Check every component before gathering any, so that a failed
+	// image leaves nothing of its own behind (flush checks the structs
+	// once their addresses are known).
+	first, mark := c.blocks, len(c.comps)
+	ycc := len(c.conv.ycc)
+	img := c.conv.planes(smp, base, dec)
 	for i := range nc {
-		c := s.dec.Component(i)
+		cp := c.dec.Component(i)
 		// The planes the conversion reads must be libjpeg's.
 		pw, ph := smp.w, smp.h
 		if i > 0 {
 			pw, ph = (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
 		}
-		if c.W != pw || c.Height != ph {
-			return fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, c.W, c.Height, pw, ph)
-		}
 		m := kernels.IDCT{
-			Coef: uint64(s.dev) + uint64(coefHead+c.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
-			Pitch: int32(c.Pitch), BlocksW: int32(c.BlocksW), BlocksH: int32(c.BlocksH), W: int32(c.W), H: int32(c.Height),
-			DstPitch: int32(img.Pitch[i]), First: int32(first), Quant: c.Quant,
+			// An offset into the upload until flush adds its address.
+			Coef: uint64(c.at + cp.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
+			Pitch: int32(cp.Pitch), BlocksW: int32(cp.BlocksW), BlocksH: int32(cp.BlocksH), W: int32(cp.W), H: int32(cp.Height),
+			DstPitch: int32(img.Pitch[i]), First: int32(first), Quant: cp.Quant,
 		}
-		if err := m.Check(); err != nil {
-			return err
+		if cp.W != pw || cp.Height != ph {
+			c.comps, c.conv.ycc = c.comps[:mark], c.conv.ycc[:ycc]
+			return fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, cp.W, cp.Height, pw, ph)
 		}
-		first += c.BlocksW * c.BlocksH
-		s.comps = append(s.comps, m)
+		first += cp.BlocksW * cp.BlocksH
+		c.comps = append(c.comps, m)
 	}
-	copy(w.pinned, kernels.Bytes(s.comps))
-	err = cuda.MemcpyHtoDAsync(s.dev, w.pinned[:n], w.stream)
+	c.at += n
+	c.blocks = first
+	c.pending = append(c.pending, s)
+	return nil
+}
+
+// full reports whether the gathered images are worth a flush now.
+func (c *coefState) full() bool { return c != nil && c.at >= coefFlushBytes }
+
+// flush sends the gathered images to the GPU on stream s and waits for
+// their planes and conversion. On an error it returns the samples
+// gathered, none of which may be taken as decoded; either way the worker
+// then gathers afresh.
+func (c *coefState) flush(f *kernels.Fused, s cuda.Stream) (failed []int, err error) {
+	if c == nil || len(c.pending) == 0 {
+		return nil, nil
+	}
+	defer c.reset()
+	// The IDCT structs follow the blocks in the one upload.
+	head := alignUp(c.at)
+	descs := len(c.comps) * kernels.IDCTSize
+	if err := c.growKeep(head + descs); err != nil {
+		return slices.Clone(c.pending), err
+	}
+	if err := c.grow(head + descs); err != nil {
+		return slices.Clone(c.pending), err
+	}
+	for i := range c.comps {
+		c.comps[i].Coef += uint64(c.dev)
+		if err := c.comps[i].Check(); err != nil {
+			return slices.Clone(c.pending), err
+		}
+	}
+	copy(c.pinned[head:], kernels.Bytes(c.comps))
+	err = cuda.MemcpyHtoDAsync(c.dev, c.pinned[:head+descs], s)
 	if err == nil {
-		err = f.LaunchIDCT(w.stream, s.dev, nc, first)
+		err = f.LaunchIDCT(s, c.dev+cuda.DevicePtr(head), len(c.comps), c.blocks)
 	}
 	if err == nil {
-		err = w.conv.launch(f, w.stream)
+		err = c.conv.launch(f, s)
 	}
-	// Wait even after an error: the pinned buffer is the next image's.
-	if serr := w.stream.Synchronize(); err == nil {
+	// Wait even after an error: the pinned buffer is the next images'.
+	if serr := s.Synchronize(); err == nil {
 		err = serr
 	}
-	return err
+	if err != nil {
+		return slices.Clone(c.pending), err
+	}
+	return nil, nil
+}
+
+func (c *coefState) reset() {
+	c.at, c.blocks = 0, 0
+	c.comps, c.pending = c.comps[:0], c.pending[:0]
+	c.conv.reset()
+}
+
+// growKeep makes the pinned buffer hold n bytes, keeping the gathered
+// blocks (no upload reads it between flushes).
+func (c *coefState) growKeep(n int) error {
+	if len(c.pinned) >= n {
+		return nil
+	}
+	nb, err := cuda.MemHostAlloc(max(n+n/4, coefFlushBytes))
+	if err != nil {
+		return err
+	}
+	copy(nb, c.pinned[:c.at])
+	c.freePinned()
+	c.pinned = nb
+	return nil
+}
+
+func (c *coefState) freePinned() {
+	if c.pinned != nil {
+		cuda.MemFreeHost(c.pinned)
+		c.pinned = nil
+	}
 }
 
 // grow makes the device copy hold n bytes, with room to grow by a quarter.
@@ -145,13 +224,17 @@ func (s *coefState) freeDev() {
 	}
 }
 
-// trim lets go of buffers over ops.RetainBytes (cpuWorker.trim).
+// trim lets go of buffers over ops.RetainBytes (cpuWorker.trim); nothing
+// is gathered then.
 func (s *coefState) trim() {
 	if s == nil {
 		return
 	}
 	if s.devLen > ops.RetainBytes {
 		s.freeDev()
+	}
+	if len(s.pinned) > ops.RetainBytes {
+		s.freePinned()
 	}
 	if len(s.nz)*8 > ops.RetainBytes {
 		s.nz = nil
@@ -164,4 +247,6 @@ func (s *coefState) close() {
 	}
 	s.dec.Close()
 	s.freeDev()
+	s.freePinned()
+	s.conv.free()
 }

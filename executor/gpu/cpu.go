@@ -15,7 +15,7 @@ type cpuWorker struct {
 	dec    *codec.Decoder
 	huff   *huffState // nil without the decoupled decoder
 	coef   *coefState // nil if it could not be made: progressive JPEGs then take another route
-	conv   yccConv    // the YCbCr planes of huff's or coef's image to RGB
+	conv   yccConv    // the YCbCr planes of huff's image to RGB
 	stream cuda.Stream
 	pinned []byte
 	// grown is the most scratch an image over ops.RetainBytes made the
@@ -137,14 +137,17 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	return w.stream.Synchronize()
 }
 
-// decodeOwn decodes smp on its nvJPEG-side path that runs on the worker's
-// thread (PathCoefficients, PathCPUHuffman); took is false where the worker
-// lacks that path's state.
-func (w *cpuWorker) decodeOwn(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (took bool, err error) {
+// decodeOwn decodes sample s on its GPU-side path that runs on the
+// worker's thread (PathCoefficients, gathered until the worker's next
+// coefState.flush; PathCPUHuffman); took is false where the worker lacks
+// that path's state.
+func (w *cpuWorker) decodeOwn(s int, smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (took bool, err error) {
 	switch {
 	case w == nil:
 	case smp.path == PathCoefficients && w.coef != nil:
-		return true, w.decodeCoefficients(smp, base, f, dec)
+		err := w.coef.gather(s, smp, base, dec)
+		w.held(len(w.coef.pinned))
+		return true, err
 	case smp.path == PathCPUHuffman && w.huff != nil:
 		return true, w.decodeHuffman(smp, base, f, dec)
 	}

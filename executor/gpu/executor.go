@@ -2,12 +2,13 @@
 // JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
 // JPEG engines (all of them unless HWShare, or by default other executors
 // of the GPU being busy with a part of 16 or more, moves a share of the
-// batch's pixels to nvJPEG's decoupled decoder on the CPU workers: Huffman
-// decoding on the worker's thread, the rest on the GPU; while others are
-// busy, the engines and the workers take them from the two ends of one
-// queue); progressive JPEGs through the coefficient route on the CPU
-// workers (entropy decoding there, the IDCT on the GPU; over a megapixel,
-// the decoupled decoder's Huffman decoding on the GPU);
+// batch's pixels to the coefficient route on the CPU workers; while others
+// are busy, the engines and the workers take them from the two ends of one
+// queue); progressive JPEGs through the coefficient route too (entropy
+// decoding on a CPU worker, each worker's images gathered and sent to the
+// GPU together for the IDCT and colour conversion); JPEGs over a megapixel
+// that the engines do not take through nvJPEG's decoupled decoder, whose
+// Huffman decoding then runs on the GPU;
 // CMYK, arithmetic-coded JPEGs, the other formats and whatever nvJPEG
 // rejects to libjpeg-turbo or the format's decoder on the CPU workers,
 // uploaded; a decoded-image input is uploaded as it came, or read in place

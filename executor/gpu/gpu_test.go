@@ -325,6 +325,22 @@ func TestGPUMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestGPUCoefficientsFlushEach is TestGPUMatchesCPU's case with every JPEG
+// on the CPU workers, each worker sending its gathered coefficients to the
+// GPU after every image instead of once a part: a flush in the middle of
+// a worker's run must leave the next image's gathering intact.
+func TestGPUCoefficientsFlushEach(t *testing.T) {
+	gputest.Require(t)
+	tc := loadCorpus(t)
+	defer func(n int) { coefFlushBytes = n }(coefFlushBytes)
+	coefFlushBytes = 1
+	for _, c := range cases() {
+		if c.name == "imagenet/linear" {
+			matchCPU(t, c, 0, 0, hardwareDecoder(t), tc)
+		}
+	}
+}
+
 // testCorpus is the corpus's files, their bytes and routes, and how many
 // are under broken/.
 type testCorpus struct {

@@ -9,11 +9,12 @@ import (
 	"github.com/sluice-dev/sluice/ops"
 )
 
-// huffman is nvJPEG's decoupled decoders: each CPU worker Huffman-decodes
-// one image on its own thread, and the GPU does the inverse DCT;
-// libjpeg-turbo alone would do both on the CPU. Large images go to the
-// GPU hybrid decoupled decoder, which decodes Huffman codes on the GPU
-// (huffmanPath).
+// huffman is nvJPEG's decoupled decoders, for the JPEGs the coefficient
+// route does not take (over gpuHuffmanPixels, or all with the route off):
+// each CPU worker Huffman-decodes one image on its own thread, and the GPU
+// does the inverse DCT; libjpeg-turbo alone would do both on the CPU.
+// Large images go to the GPU hybrid decoupled decoder, which decodes
+// Huffman codes on the GPU (huffmanPath).
 type huffman struct {
 	h      *nvjpeg.Handle
 	dec    *nvjpeg.Decoder

@@ -13,11 +13,11 @@ import (
 // CPU workers (or the queue they share), and the fallbacks after a decoder
 // failed on it.
 //
-//	baseline JPEG            engines (the share) | decoupled on the CPU workers (the rest);
-//	                         while other executors are busy, both from one queue (twoEnds),
-//	                         but for parts of fewer than minSharedPart
+//	baseline JPEG            engines (the share) | the coefficient route on the CPU workers
+//	                         (the rest; PathCoefficients); while other executors are busy,
+//	                         both from one queue (twoEnds), but for parts of fewer than minSharedPart
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
-//	progressive JPEG         the coefficient route on the CPU workers (PathCoefficients)
+//	progressive JPEG         the coefficient route on the CPU workers
 //	over gpuHuffmanPixels    not the coefficient route: decoupled
 //	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
 //	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
@@ -25,7 +25,7 @@ import (
 //
 // Measured on an H200 (docs/perf.md): the engines alone top out near
 // 20k baseline photos a second, the batched GPU hybrid decoder runs
-// Huffman decoding on one thread, and the decoupled decoder on 16 CPU
+// Huffman decoding on one thread, and the coefficient route on 16 CPU
 // workers adds several thousand a second beside the engines: both routes
 // run at once.
 
