@@ -21,7 +21,7 @@ import (
 // upload and its GPU steps image by image, and with 16 threads doing that
 // the engines' calls took twice as long and each thread's image 30% longer
 // than with its Huffman decoding alone, which slowed neither (docs/perf.md,
-// 2026-12-03 17:32 UTC). Gathered, baseline JPEGs beside the engines ran
+// 2026-12-03 17:24 UTC). Gathered, baseline JPEGs beside the engines ran
 // 22-28% faster at batch 256 than through the decoupled decoder.
 type coefState struct {
 	dec    *codec.CoefDecoder
@@ -46,8 +46,8 @@ var coefFlushBytes = 4 << 20
 
 // The route takes progressive JPEGs and the baseline ones the engines
 // leave to the CPU workers. For measurements, SLUICE_GPU_COEFFICIENTS=
-// progressive leaves baseline JPEGs to nvJPEG's decoupled decoder (the
-// default before 2026-12-03 17:50 UTC), and =0 progressive ones too.
+// progressive leaves baseline JPEGs to nvJPEG's decoupled decoder, as
+// before gathering, and =0 progressive ones too.
 var coefRoute, coefSequential = coefSetting != "0", coefSetting != "0" && coefSetting != "progressive"
 
 var coefSetting = os.Getenv("SLUICE_GPU_COEFFICIENTS")
