@@ -18,9 +18,9 @@ import (
 //	                         both from one queue (twoEnds), but for parts of fewer than minSharedPart
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         the coefficient route on the CPU workers
-//	over gpuHuffmanPixels    not the coefficient route: decoupled
-//	decoupled, over gpuHuffmanPixels  its GPU-Huffman state (PathGPUHuffman)
-//	no decoupled decoder     the batched GPU hybrid decoder instead (PathHybrid)
+//	over gpuHuffmanPixels    not the coefficient route: decoupled, with its GPU-Huffman state
+//	                         (PathGPUHuffman); a baseline one without the decoupled decoder:
+//	                         the batched GPU hybrid decoder (PathHybrid)
 //	everything else, and whatever an nvJPEG path fails on   libjpeg-turbo / the format's decoder (PathCPU)
 //
 // Measured on an H200 (docs/perf.md): the engines alone top out near
