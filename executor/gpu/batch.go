@@ -154,7 +154,7 @@ func (e *Executor) growSrcs(b *batch) {
 		total += len(src)
 	}
 	e.srcUsed.Store(0)
-	e.srcOn = total <= maxSrcs && !e.chain.decoded && growPinned(&e.srcs, total) == nil
+	e.srcOn = total <= maxSrcs && !e.chain.decoded && growPinned(&e.srcs, total, 0) == nil
 }
 
 // stageSrc copies a JPEG that goes to one of nvJPEG's batched decoders to
@@ -560,7 +560,7 @@ func (e *Executor) launch(b *batch, start, end int, t0 time.Time) error {
 	base := e.mem.base
 	descSize := int(unsafe.Sizeof(kernels.Sample{}))
 	count, maxH, maxW := 0, 0, 0
-	if err := growPinned(&e.desc, (end-start)*e.chain.crops*descSize); err != nil {
+	if err := growPinned(&e.desc, (end-start)*e.chain.crops*descSize, 0); err != nil {
 		return err
 	}
 	desc := unsafe.Slice((*kernels.Sample)(unsafe.Pointer(&e.desc[0])), (end-start)*e.chain.crops)

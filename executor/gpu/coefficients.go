@@ -80,7 +80,8 @@ func (c *coefState) gather(s int, smp *sample, base cuda.DevicePtr, dec ops.Deco
 		return err
 	}
 	n := blocks * codec.CoefBlock
-	if err := c.growKeep(c.at + n); err != nil {
+	// coefFlushBytes and a quarter at least: room for flush's structs.
+	if err := growPinned(&c.pinned, max(c.at+n, coefFlushBytes), c.at); err != nil {
 		return err
 	}
 	if len(c.nz) < blocks {
@@ -144,7 +145,7 @@ func (c *coefState) flush(f *kernels.Fused, s cuda.Stream) (failed []int, err er
 	// The IDCT structs follow the blocks in the one upload.
 	head := alignUp(c.at)
 	descs := len(c.comps) * kernels.IDCTSize
-	if err := c.growKeep(head + descs); err != nil {
+	if err := growPinned(&c.pinned, head+descs, c.at); err != nil {
 		return slices.Clone(c.pending), err
 	}
 	if err := c.grow(head + descs); err != nil {
@@ -180,29 +181,6 @@ func (c *coefState) reset() {
 	c.conv.reset()
 }
 
-// growKeep makes the pinned buffer hold n bytes, keeping the gathered
-// blocks (no upload reads it between flushes).
-func (c *coefState) growKeep(n int) error {
-	if len(c.pinned) >= n {
-		return nil
-	}
-	nb, err := cuda.MemHostAlloc(max(n+n/4, coefFlushBytes))
-	if err != nil {
-		return err
-	}
-	copy(nb, c.pinned[:c.at])
-	c.freePinned()
-	c.pinned = nb
-	return nil
-}
-
-func (c *coefState) freePinned() {
-	if c.pinned != nil {
-		cuda.MemFreeHost(c.pinned)
-		c.pinned = nil
-	}
-}
-
 // grow makes the device copy hold n bytes, with room to grow by a quarter.
 func (s *coefState) grow(n int) error {
 	if s.devLen >= n {
@@ -234,7 +212,7 @@ func (s *coefState) trim() {
 		s.freeDev()
 	}
 	if len(s.pinned) > ops.RetainBytes {
-		s.freePinned()
+		freePinned(&s.pinned)
 	}
 	if len(s.nz)*8 > ops.RetainBytes {
 		s.nz = nil
@@ -247,6 +225,6 @@ func (s *coefState) close() {
 	}
 	s.dec.Close()
 	s.freeDev()
-	s.freePinned()
+	freePinned(&s.pinned)
 	s.conv.free()
 }

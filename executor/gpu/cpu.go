@@ -123,7 +123,7 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	}
 	n := smp.h * smp.w * smp.c
 	w.held(hdr.Scratch(opt))
-	if err := growPinned(&w.pinned, n); err != nil {
+	if err := growPinned(&w.pinned, n, 0); err != nil {
 		return err
 	}
 	err = w.dec.Decode(w.pinned[:n], smp.src, hdr, opt)
@@ -192,7 +192,7 @@ func (w *cpuWorker) trim() {
 		return
 	}
 	if len(w.pinned) > ops.RetainBytes {
-		w.freePinned()
+		freePinned(&w.pinned)
 	}
 	w.dec.Close()
 	w.dec = codec.NewDecoder()
@@ -202,19 +202,12 @@ func (w *cpuWorker) trim() {
 	w.grown = 0
 }
 
-func (w *cpuWorker) freePinned() {
-	if w.pinned != nil {
-		cuda.MemFreeHost(w.pinned)
-		w.pinned = nil
-	}
-}
-
 func (w *cpuWorker) close() {
 	w.dec.Close()
 	w.huff.close()
 	w.coef.close()
 	w.conv.free()
-	w.freePinned()
+	freePinned(&w.pinned)
 	if w.stream != 0 {
 		w.stream.Destroy()
 	}

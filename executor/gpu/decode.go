@@ -117,7 +117,7 @@ func (c *yccConv) launch(f *kernels.Fused, s cuda.Stream) error {
 	b := kernels.Bytes(c.ycc)
 	if len(c.host) < len(b) {
 		c.free()
-		if err := growPinned(&c.host, len(b)); err != nil {
+		if err := growPinned(&c.host, len(b), 0); err != nil {
 			return err
 		}
 		var err error
@@ -133,10 +133,7 @@ func (c *yccConv) launch(f *kernels.Fused, s cuda.Stream) error {
 }
 
 func (c *yccConv) free() {
-	if c.host != nil {
-		cuda.MemFreeHost(c.host)
-		c.host = nil
-	}
+	freePinned(&c.host)
 	if c.dev != 0 {
 		cuda.MemFree(c.dev)
 		c.dev = 0
@@ -427,7 +424,7 @@ func (l *lane) stage(samples []sample) error {
 			total += len(samples[s].src)
 		}
 	}
-	if err := growPinned(&l.pinned, total); err != nil {
+	if err := growPinned(&l.pinned, total, 0); err != nil {
 		return err
 	}
 	l.staged = l.staged[:0]
@@ -491,10 +488,7 @@ func (l *lane) close() {
 			cs.st.Close()
 		}
 	}
-	if l.pinned != nil {
-		cuda.MemFreeHost(l.pinned)
-		l.pinned = nil
-	}
+	freePinned(&l.pinned)
 	l.conv.free()
 	if l.stream != 0 {
 		l.stream.Destroy()

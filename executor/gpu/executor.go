@@ -345,12 +345,9 @@ func (e *Executor) release() {
 		c.Release()
 	}
 	e.peers = nil
-	for _, b := range [][]byte{e.desc, e.side, e.srcs} {
-		if b != nil {
-			cuda.MemFreeHost(b)
-		}
+	for _, b := range []*[]byte{&e.desc, &e.side, &e.srcs} {
+		freePinned(b)
 	}
-	e.desc, e.side, e.srcs = nil, nil, nil
 	for _, ev := range []cuda.Event{e.evStart, e.evEnd} {
 		if ev != 0 {
 			ev.Destroy()
@@ -433,7 +430,7 @@ func (e *Executor) RunDevice(in [][][]byte, dev [][]executor.DevSpan, dims [][][
 	}()
 	b := e.newBatch(in, dev, dims, dst, errs, budgets)
 	if sb := e.chain.sideN; sb > 0 {
-		if err := growPinned(&e.side, n*sb); err != nil {
+		if err := growPinned(&e.side, n*sb, 0); err != nil {
 			return err
 		}
 	}

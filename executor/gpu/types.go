@@ -93,23 +93,30 @@ func subsampling(s nvjpeg.Subsampling) (x, y int) {
 }
 
 // growPinned makes *b a pinned buffer of at least n bytes, with room to
-// grow by a quarter; what it held is lost.
-func growPinned(b *[]byte, n int) error {
+// grow by a quarter; its first keep bytes carry over, the rest is lost.
+func growPinned(b *[]byte, n, keep int) error {
 	if *b != nil && len(*b) >= n {
 		return nil
 	}
-	if *b != nil {
-		if err := cuda.MemFreeHost(*b); err != nil {
-			return err
-		}
-		*b = nil
+	if keep == 0 {
+		freePinned(b) // before the new one: pinned memory is scarce
 	}
 	nb, err := cuda.MemHostAlloc(max(n+n/4, 4096))
 	if err != nil {
 		return err
 	}
+	copy(nb, (*b)[:keep])
+	freePinned(b)
 	*b = nb
 	return nil
+}
+
+// freePinned lets go of the pinned buffer *b, if any.
+func freePinned(b *[]byte) {
+	if *b != nil {
+		cuda.MemFreeHost(*b)
+		*b = nil
+	}
 }
 
 // envPercent reads a percentage from the environment as a fraction (0 to
