@@ -167,33 +167,45 @@ func newEngineLoad(b *testing.B, ctx *cuda.Context, h *Handle, lanes, n, maxPx i
 // same time, and returns the engines' wall µs an image.
 func (e *engineLoad) run(b *testing.B, data []byte, span time.Duration, beside func()) float64 {
 	var images atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, len(e.lanes))
 	start := time.Now()
-	for _, l := range e.lanes {
+	wall := onThreads(b, e.ctx, len(e.lanes), beside, func(i int) error {
+		l := e.lanes[i]
+		if err := l.fill(e.h, data, e.n); err != nil {
+			return err
+		}
+		for time.Since(start) < span {
+			if err := e.h.DecodeBatched(l.st, &l.data, l.imgs, l.stream); err != nil {
+				return err
+			}
+			if err := l.stream.Synchronize(); err != nil {
+				return err
+			}
+			images.Add(int64(e.n))
+		}
+		return nil
+	})
+	return float64(wall.Microseconds()) / float64(images.Load())
+}
+
+// onThreads runs loop(0..n-1) on goroutines of their own, each locked to
+// its OS thread with ctx current, and beside on the caller's; it returns
+// the wall time once all have ended, and fails b on any loop's error.
+func onThreads(b *testing.B, ctx *cuda.Context, n int, beside func(), loop func(i int) error) time.Duration {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := time.Now()
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			if err := e.ctx.SetCurrent(); err != nil {
-				errs <- err
-				return
+			err := ctx.SetCurrent()
+			if err == nil {
+				err = loop(i)
 			}
-			if err := l.fill(e.h, data, e.n); err != nil {
+			if err != nil {
 				errs <- err
-				return
-			}
-			for time.Since(start) < span {
-				if err := e.h.DecodeBatched(l.st, &l.data, l.imgs, l.stream); err != nil {
-					errs <- err
-					return
-				}
-				if err := l.stream.Synchronize(); err != nil {
-					errs <- err
-					return
-				}
-				images.Add(int64(e.n))
 			}
 		}()
 	}
@@ -206,7 +218,7 @@ func (e *engineLoad) run(b *testing.B, data []byte, span time.Duration, beside f
 	for err := range errs {
 		b.Fatal(err)
 	}
-	return float64(wall.Microseconds()) / float64(images.Load())
+	return wall
 }
 
 // fill lists n copies of data in pinned memory, each decoded to planes of
@@ -297,48 +309,28 @@ func (c *cpuLoad) run(b *testing.B, data []byte, n int, span time.Duration) floa
 	}
 	plane := info.Widths[0] * info.Heights[0]
 	var images atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
 	start := time.Now()
-	for _, t := range c.threads[:n] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			if err := c.ctx.SetCurrent(); err != nil {
-				errs <- err
-				return
-			}
-			at, w := uintptr(t.dev), uint64(info.Widths[0])
-			img := Image{Channel: [4]uintptr{at, at + uintptr(plane), at + 2*uintptr(plane)}, Pitch: [4]uint64{w, w, w}}
-			for time.Since(start) < span {
-				if c.hostOnly {
-					if err := t.st.host(data); err != nil {
-						errs <- err
-						return
-					}
-					images.Add(1)
-					continue
+	wall := onThreads(b, c.ctx, n, nil, func(i int) error {
+		t := c.threads[i]
+		at, w := uintptr(t.dev), uint64(info.Widths[0])
+		img := Image{Channel: [4]uintptr{at, at + uintptr(plane), at + 2*uintptr(plane)}, Pitch: [4]uint64{w, w, w}}
+		for time.Since(start) < span {
+			if c.hostOnly {
+				if err := t.st.host(data); err != nil {
+					return err
 				}
+			} else {
 				if err := t.st.Decode(data, &img, t.stream); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				if err := t.stream.Synchronize(); err != nil {
-					errs <- err
-					return
+					return err
 				}
-				images.Add(1)
 			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+			images.Add(1)
+		}
+		return nil
+	})
 	return float64(n) * float64(wall.Microseconds()) / float64(images.Load())
 }
 
