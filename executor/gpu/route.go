@@ -143,7 +143,8 @@ const DefaultHWShare = 1.0
 // Measured on an H200, two instances: 2-9% more colour baseline JPEGs a
 // second at batches 64 and 256 than a share of 1 (docs/perf.md, 2026-12-02
 // 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
-const busyHWShare = 0.75
+// SLUICE_GPU_BUSY_SHARE (a percentage) overrides it for measurements.
+var busyHWShare = envPercent("SLUICE_GPU_BUSY_SHARE", 75)
 
 // busyQueue is the default queue while two or more executors are busy:
 // the engines' first runs take their whole plan (one call of the part's
