@@ -143,6 +143,9 @@ const DefaultHWShare = 1.0
 // Measured on an H200, two instances: 2-9% more colour baseline JPEGs a
 // second at batches 64 and 256 than a share of 1 (docs/perf.md, 2026-12-02
 // 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
+// With the CPU workers' images gathered for the GPU (coefficients.go) it
+// was still the best: 0.4-6% ahead of 0.65 and 0.7 in each of three rounds
+// at batches 64 and 256, 7-14% ahead of 0.85 (2026-12-04 15:39 and 15:48).
 // SLUICE_GPU_BUSY_SHARE (a percentage) overrides it for measurements.
 var busyHWShare = envPercent("SLUICE_GPU_BUSY_SHARE", 75)
 
