@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/excerpt"
 )
 
 // The model config arrives as Triton's JSON of inference.ModelConfig
@@ -176,11 +178,11 @@ func parameters(doc map[string]any) (map[string]string, error) {
 	for k, v := range m {
 		vm, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("model config: parameter %q: want {string_value: ...}, got %s", k, jsonKind(v))
+			return nil, fmt.Errorf("model config: parameter %s: want {string_value: ...}, got %s", excerpt.Quote(k), jsonKind(v))
 		}
 		s, err := getString(vm, "string_value")
 		if err != nil {
-			return nil, fmt.Errorf("model config: parameter %q: %v", k, err)
+			return nil, fmt.Errorf("model config: parameter %s: %v", excerpt.Quote(k), err)
 		}
 		p[k] = s
 	}
@@ -271,7 +273,7 @@ func asInt(x any) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not an integer", s)
+		return 0, fmt.Errorf("%s is not an integer", excerpt.Quote(s))
 	}
 	return n, nil
 }
@@ -281,8 +283,10 @@ func jsonKind(x any) string {
 	case nil:
 		return "null"
 	case string:
-		return strconv.Quote(v)
-	case bool, json.Number, float64, int, int64:
+		return excerpt.Quote(v)
+	case json.Number:
+		return excerpt.Cut(string(v), excerpt.Max)
+	case bool, float64, int, int64:
 		return fmt.Sprint(v)
 	case []any:
 		return "a list"
@@ -292,10 +296,16 @@ func jsonKind(x any) string {
 	return fmt.Sprintf("%T", x)
 }
 
+// dimsString prints dims as config.pbtxt has them, the first maxShownDims
+// of them: a config's dims are not bounded before validation reports them.
 func dimsString(dims []int64) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, d := range dims {
+		if i == maxShownDims {
+			fmt.Fprintf(&b, ", … (%d dims)", len(dims))
+			break
+		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -304,6 +314,9 @@ func dimsString(dims []int64) string {
 	b.WriteByte(']')
 	return b.String()
 }
+
+// maxShownDims is more than any tensor Sluice takes or makes has.
+const maxShownDims = 8
 
 // findTensor returns the index of the named tensor, or -1.
 func findTensor(ts []TensorConfig, name string) int {

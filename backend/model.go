@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
+	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -60,6 +63,33 @@ type Model struct {
 // pipeline. Errors are *Error; a config or pipeline problem names the
 // file, input, output or parameter concerned.
 func LoadModel(a ModelArgs) (*Model, error) {
+	m, err := loadModel(a)
+	if err != nil {
+		// What the refused load decoded (a large config's JSON) is
+		// garbage now: hand it back to the OS rather than keep it until
+		// Go's next collection and scavenge, minutes away on an idle
+		// server.
+		reclaim.Idle()
+		return nil, capError(err)
+	}
+	return m, nil
+}
+
+// maxErrorBytes bounds a load error's message. Every part that quotes the
+// config or the files is cut short already (internal/excerpt) and the
+// problems listed are bounded; this catches what a future message forgets:
+// the error goes back to the client and twice into the server's log.
+const maxErrorBytes = 32 << 10
+
+func capError(err error) error {
+	var e *Error
+	if errors.As(err, &e) && len(e.Msg) > maxErrorBytes {
+		return &Error{Code: e.Code, Msg: excerpt.Cut(e.Msg, maxErrorBytes)}
+	}
+	return err
+}
+
+func loadModel(a ModelArgs) (*Model, error) {
 	log := orNop(a.Logger)
 	now := a.Now
 	if now == nil {
@@ -72,6 +102,9 @@ func LoadModel(a ModelArgs) (*Model, error) {
 	c, err := view(doc)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArg, Msg: err.Error()}
+	}
+	if err := checkCounts(c); err != nil {
+		return nil, err
 	}
 	params, err := parseParams(c.params)
 	if err != nil {
@@ -158,6 +191,10 @@ func (m *Model) Close() {
 		inst.Close()
 	}
 	m.log.Info("sluice model unloaded")
+	// Everything the model held is garbage now, and so is what Triton
+	// freed of it: return both to the OS within seconds (a full
+	// collection, then malloc_trim), not at Go's next scavenge.
+	reclaim.Idle()
 }
 
 // register records a new instance; it fails once the model is closed.

@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/pipeline"
 	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
@@ -44,10 +46,13 @@ func loadPipeline(versionDir, name string) (*pipeline.Compiled, string, error) {
 	switch {
 	case name == "":
 		def, path, err = parseDefault(root, versionDir)
+	case len(name) > maxFileName:
+		return nil, "", &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf(
+			"parameter %q: %s is %d bytes, over the limit of %d for a file name", ParamPipeline, excerpt.Quote(name), len(name), maxFileName)}
 	case !filepath.IsLocal(name):
 		return nil, "", &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf(
-			"parameter %q: %q must name a file inside the version folder %s, without an absolute path or '..'",
-			ParamPipeline, name, versionDir)}
+			"parameter %q: %s must name a file inside the version folder %s, without an absolute path or '..'",
+			ParamPipeline, excerpt.Quote(name), versionDir)}
 	default:
 		def, path, err = parseFile(root, versionDir, name)
 	}
@@ -111,24 +116,36 @@ func parseFile(root *os.Root, dir, name string) (*pipelinepb.Pipeline, string, e
 	return def, path, nil
 }
 
+// maxFileName bounds the pipeline parameter: PATH_MAX is 4096, and real
+// names are a few bytes; the path goes into every error about the file.
+const maxFileName = 1024
+
 // readFile reads a definition, bounded by pipeline.MaxSize so that a
 // misnamed weight file is refused before it is read whole.
+//
+// Only a regular file is read (a link is followed to one): opening a FIFO
+// blocks until a writer comes, which would hang the load, and a device or
+// socket is no definition either. The file is checked before it is opened,
+// opened with O_NONBLOCK so that one swapped for a FIFO in between does
+// not block the open, and checked again once open.
 func readFile(root *os.Root, name, path string) ([]byte, error) {
-	f, err := root.Open(name)
+	fi, err := root.Stat(name)
 	if err != nil {
-		code := CodeInvalidArg
-		if errors.Is(err, fs.ErrNotExist) {
-			code = CodeNotFound
-		}
-		return nil, &Error{Code: code, Msg: fmt.Sprintf("pipeline file %s: %v", path, unwrapPath(err))}
+		return nil, openError(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, openError(path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if fi, err = f.Stat(); err != nil {
 		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("pipeline file %s: %v", path, unwrapPath(err))}
 	}
-	if fi.IsDir() {
-		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("pipeline file %s is a folder", path)}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, pipeline.MaxSize+1))
 	if err != nil {
@@ -138,6 +155,34 @@ func readFile(root *os.Root, name, path string) ([]byte, error) {
 		return nil, &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("pipeline file %s: larger than %d bytes: not a pipeline definition", path, pipeline.MaxSize)}
 	}
 	return data, nil
+}
+
+// openError reports a pipeline file that cannot be looked at or opened.
+func openError(path string, err error) error {
+	code := CodeInvalidArg
+	if errors.Is(err, fs.ErrNotExist) {
+		code = CodeNotFound
+	}
+	return &Error{Code: code, Msg: fmt.Sprintf("pipeline file %s: %v", path, unwrapPath(err))}
+}
+
+// notRegular reports a pipeline file that is not a regular file, saying
+// what it is.
+func notRegular(path string, m fs.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case m.IsDir():
+		what = "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	}
+	return &Error{Code: CodeInvalidArg, Msg: fmt.Sprintf("pipeline file %s is %s, not a regular file: a pipeline definition is read from a regular file only", path, what)}
 }
 
 // unwrapPath drops the *fs.PathError wrapper, whose path is relative to the

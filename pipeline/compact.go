@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
 
@@ -38,7 +39,7 @@ func ParseCompact(data []byte, source string) (*pipelinepb.Pipeline, error) {
 	}
 	p := new(pipelinepb.Pipeline)
 	if err := proto.Unmarshal(data[len(Magic):], p); err != nil {
-		return nil, &Error{Source: source, Err: &protoError{"compact form: " + cleanProtoMsg(err.Error()), err}}
+		return nil, &Error{Source: source, Err: &protoError{"compact form: " + excerpt.Cut(cleanProtoMsg(err.Error()), maxParseMsg), err}}
 	}
 	if path, num := findUnknown(p.ProtoReflect(), ""); num != 0 {
 		where := "compact form"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
@@ -14,12 +15,12 @@ const Version = 1
 // Compile validates a definition, builds its operators and infers every
 // tensor's spec. source names the file in errors; it may be empty.
 //
-// Problems are checked in stages — header; names, and operators with
-// their arguments; references; graph; shapes; outputs — and Compile stops
-// after the first stage that finds any, reporting all of that stage's
-// problems together (an ErrorList when there are several): later stages
-// would only repeat them as confusing consequences. Every error is an
-// *Error naming the file, the element and the field.
+// Problems are checked in stages — header; sizes (limits.go); names, and
+// operators with their arguments; references; graph; shapes; outputs —
+// and Compile stops after the first stage that finds any, reporting all of
+// that stage's problems together (an ErrorList when there are several):
+// later stages would only repeat them as confusing consequences. Every
+// error is an *Error naming the file, the element and the field.
 func Compile(p *pipelinepb.Pipeline, source string) (*Compiled, error) {
 	if p == nil {
 		return nil, &Error{Source: source, Err: errors.New("no pipeline definition")}
@@ -27,6 +28,7 @@ func Compile(p *pipelinepb.Pipeline, source string) (*Compiled, error) {
 	c := &compiler{def: p, src: source, inputs: map[string]int{}, byName: map[string]int{}}
 	stages := [][]func(){
 		{c.header},
+		{c.bounds},
 		{c.names, c.operators},
 		{c.wiring, c.outputSources},
 		{c.graph, c.boxUse, c.sourceModeUse},
@@ -141,7 +143,7 @@ func (c *compiler) operators() {
 		}
 		s := ops.Lookup(name)
 		if s == nil {
-			c.failf(elem, "op", "unknown operator %q%s (known: %s)", name, suggest(name, ops.Names()), knownOps())
+			c.failf(elem, "op", "unknown operator %s%s (known: %s)", excerpt.Quote(name), suggest(name, ops.Names()), knownOps())
 			continue
 		}
 		ni.schema = s
@@ -198,7 +200,7 @@ func (c *compiler) outputSpecs() {
 	for i, o := range c.def.GetOutput() {
 		elem, s := c.outputElem(i), c.spec(c.outs[i].ref)
 		if s.DType.Size() == 0 {
-			c.failf(elem, "", "dtype %v is not a tensor type (a bug in operator of %q)", s.DType, c.outs[i].text)
+			c.failf(elem, "", "dtype %v is not a tensor type (a bug in operator of %s)", s.DType, excerpt.Quote(c.outs[i].text))
 			continue
 		}
 		if !s.Static() {
@@ -210,7 +212,7 @@ func (c *compiler) outputSpecs() {
 			case err != nil:
 				c.fail(elem, "dtype", err)
 			case want != s.DType:
-				c.failf(elem, "dtype", "%q given, but the pipeline produces %v", dt, s.DType)
+				c.failf(elem, "dtype", "%s given, but the pipeline produces %v", excerpt.Quote(dt), s.DType)
 			}
 		}
 		if dims := o.GetDims(); len(dims) > 0 && !sameDims(dims, s.Dims) {
@@ -267,26 +269,26 @@ func (c *compiler) boxUse() {
 		for p, r := range ni.in {
 			if r.Node != InputRef {
 				if ni.schema.Name == cropBoxes && p == 1 {
-					c.failf(c.nodeElem(i), "input", "port boxes reads %q, a node's output: it takes a boxes pipeline input (input { name: \"BOXES\" boxes { max: 8 coords: \"pixel\" } })", ni.inText[p])
+					c.failf(c.nodeElem(i), "input", "port boxes reads %s, a node's output: it takes a boxes pipeline input (input { name: \"BOXES\" boxes { max: 8 coords: \"pixel\" } })", excerpt.Quote(ni.inText[p]))
 				}
 				continue
 			}
 			k, spec := r.Port, c.inSpecs[r.Port]
 			switch {
 			case c.countOf[k] >= 0:
-				c.failf(c.nodeElem(i), "input", "reads input %q, the count of input %q: a count is applied to its boxes, which crop_boxes reads; read %q instead", c.inNames[k], c.inNames[c.countOf[k]], c.inNames[c.countOf[k]])
+				c.failf(c.nodeElem(i), "input", "reads input %s, the count of input %s: a count is applied to its boxes, which crop_boxes reads; read %s instead", excerpt.Quote(c.inNames[k]), excerpt.Quote(c.inNames[c.countOf[k]]), excerpt.Quote(c.inNames[c.countOf[k]]))
 			case spec.IsBoxes() && (ni.schema.Name != cropBoxes || p != 1):
-				c.failf(c.nodeElem(i), "input", "reads boxes input %q on port %s: boxes are read by a crop_boxes node's boxes port (input: [\"decode\", %q])", c.inNames[k], ni.schema.Inputs[p].Name, c.inNames[k])
+				c.failf(c.nodeElem(i), "input", "reads boxes input %s on port %s: boxes are read by a crop_boxes node's boxes port (input: [\"decode\", %s])", excerpt.Quote(c.inNames[k]), ni.schema.Inputs[p].Name, excerpt.Quote(c.inNames[k]))
 			case spec.IsBoxes():
 				readers[k]++
 			case ni.schema.Name == cropBoxes && p == 1:
-				c.failf(c.nodeElem(i), "input", "port boxes reads input %q, which is not a boxes input: declare it input { name: %q boxes { max: 8 coords: \"pixel\" } }", c.inNames[k], c.inNames[k])
+				c.failf(c.nodeElem(i), "input", "port boxes reads input %s, which is not a boxes input: declare it input { name: %s boxes { max: 8 coords: \"pixel\" } }", excerpt.Quote(c.inNames[k]), excerpt.Quote(c.inNames[k]))
 			}
 		}
 	}
 	for k := range c.inNames {
 		if c.inSpecs[k].IsBoxes() && readers[k] == 0 {
-			c.failf(c.inputElem(k), "boxes", "no crop_boxes node reads it: add node { op: \"crop_boxes\" input: [\"decode\", %q] arg { name: \"size\" ints { v: [224, 224] } } }", c.inNames[k])
+			c.failf(c.inputElem(k), "boxes", "no crop_boxes node reads it: add node { op: \"crop_boxes\" input: [\"decode\", %s] arg { name: \"size\" ints { v: [224, 224] } } }", excerpt.Quote(c.inNames[k]))
 		}
 	}
 }
@@ -309,7 +311,7 @@ func (c *compiler) sourceModeUse() {
 		}
 		r := ni.in[0]
 		if r.Node == InputRef || c.nodes[r.Node].schema.Name != "decode" {
-			fail("needs a decode directly before it, which knows the mode Pillow opens each image in; it reads %q", ni.inText[0])
+			fail("needs a decode directly before it, which knows the mode Pillow opens each image in; it reads %s", excerpt.Quote(ni.inText[0]))
 			continue
 		}
 		d := &c.nodes[r.Node]
@@ -320,7 +322,7 @@ func (c *compiler) sourceModeUse() {
 			fail("resizes alpha as Pillow does, but %s composites it onto a background first: drop one of them", c.nodeElem(r.Node))
 		}
 		if rule := d.args.Str("cmyk"); rule != "pillow" {
-			fail("converts CMYK as Pillow does, but %s says cmyk %q", c.nodeElem(r.Node), rule)
+			fail("converts CMYK as Pillow does, but %s says cmyk %s", c.nodeElem(r.Node), excerpt.Quote(rule))
 		}
 	}
 }

@@ -242,7 +242,7 @@ func TestCompileCollects(t *testing.T) {
 func TestCompileErrorCap(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(header)
-	for i := range 5000 {
+	for i := range MaxNodes {
 		fmt.Fprintf(&b, "node { name: \"n%d\" op: \"test_nope\" }\n", i)
 	}
 	b.WriteString(`output { name: "X" }`)
@@ -251,7 +251,7 @@ func TestCompileErrorCap(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != maxErrors+1 {
 		t.Fatalf("want %d errors, got %d", maxErrors+1, len(list))
 	}
-	if !strings.Contains(list[maxErrors].Error(), "and 4950 more problems") {
+	if want := fmt.Sprintf("and %d more problems", MaxNodes-maxErrors); !strings.Contains(list[maxErrors].Error(), want) {
 		t.Errorf("last: %v", list[maxErrors])
 	}
 	if len(err.Error()) > 20000 {
@@ -362,30 +362,31 @@ outputs:
 	}
 }
 
-// Large hostile definitions compile (or fail) quickly and without
-// exhausting the stack: a 100k-node chain, and 20k dangling references.
+// The largest definitions the limits allow compile (or fail) quickly: a
+// chain of MaxNodes nodes, and MaxNodes dangling references. Larger ones
+// are refused by their counts (limits_test.go).
 func TestCompileLarge(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(header + "node { op: \"test_src\" }\n")
-	for i := range 100000 {
+	for i := range MaxNodes - 1 {
 		fmt.Fprintf(&b, "node { name: \"s%d\" op: \"test_split\" }\n", i)
 	}
-	b.WriteString(`output { name: "X" source: "s99999:scale" }`)
+	fmt.Fprintf(&b, "output { name: \"X\" source: \"s%d:scale\" }", MaxNodes-2)
 	c, err := compileText(t, b.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Nodes) != 100001 {
+	if len(c.Nodes) != MaxNodes {
 		t.Errorf("%d nodes", len(c.Nodes))
 	}
 
 	b.Reset()
 	b.WriteString(header)
-	for i := range 20000 {
+	for i := range MaxNodes {
 		fmt.Fprintf(&b, "node { name: \"n%05d\" op: \"test_split\" input: \"m%05d\" }\n", i, i)
 	}
 	b.WriteString(`output { name: "X" }`)
-	if _, err := compileText(t, b.String()); err == nil || !strings.Contains(err.Error(), "and 19950 more problems") {
+	if _, err := compileText(t, b.String()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("and %d more problems", MaxNodes-maxErrors)) {
 		t.Errorf("dangling references: %.300v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
 
@@ -104,9 +105,15 @@ func textError(err error, data []byte, source string) error {
 		e.Line, e.Col = endPos(data)
 		msg = "unexpected end of file (missing a closing } or ]?)"
 	}
-	e.Err = &protoError{msg, err}
+	// prototext quotes the offending token whole, which may be most of
+	// the file: keep its start (the position says where the rest is).
+	e.Err = &protoError{excerpt.Cut(msg, maxParseMsg), err}
 	return e
 }
+
+// maxParseMsg bounds a parser's message: its own words and the start of
+// the token it quotes.
+const maxParseMsg = 160
 
 // endPos is the line:column just past the last byte, counted as prototext
 // counts (columns in runes).

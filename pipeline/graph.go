@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/excerpt"
 )
 
 // graph orders the nodes topologically and rejects cycles, nodes whose
@@ -80,9 +82,9 @@ func (c *compiler) cycle(stack []dfsFrame, v, k int) {
 	}
 	names = append(names, c.nodes[v].name)
 	u := stack[len(stack)-1].node
-	field := fmt.Sprintf("input %q", c.nodes[u].inText[k])
+	field := "input " + excerpt.Quote(c.nodes[u].inText[k])
 	if c.nodes[u].wired {
-		field = fmt.Sprintf("input (by default the node before it, %q)", c.nodes[u].inText[k])
+		field = fmt.Sprintf("input (by default the node before it, %s)", excerpt.Quote(c.nodes[u].inText[k]))
 	}
 	c.failf(c.nodeElem(u), field, "forms a cycle: %s (each feeds the next)", strings.Join(names, " → "))
 }

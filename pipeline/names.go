@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline/pipelinepb"
 )
@@ -22,7 +23,7 @@ func (c *compiler) names() {
 			continue
 		}
 		if j, dup := c.inputs[name]; dup {
-			c.failf(elem, "name", "%q is already the name of input #%d", name, j+1)
+			c.failf(elem, "name", "%s is already the name of input #%d", excerpt.Quote(name), j+1)
 			continue
 		}
 		c.inputs[name] = i
@@ -47,7 +48,7 @@ func (c *compiler) names() {
 			continue
 		}
 		if j, clash := c.inputs[ni.name]; clash {
-			c.failf(elem, "name", "%q is also the name of input #%d; a reference could not tell them apart", ni.name, j+1)
+			c.failf(elem, "name", "%s is also the name of input #%d; a reference could not tell them apart", excerpt.Quote(ni.name), j+1)
 			continue
 		}
 		j, dup := c.byName[ni.name]
@@ -55,11 +56,11 @@ func (c *compiler) names() {
 		case !dup:
 			c.byName[ni.name] = i
 		case !ni.explicit:
-			c.failf(elem, "name", "%q (defaulted from the op) is already used by node #%d: two %q nodes need explicit names (name: \"...\")", ni.name, j+1, ni.name)
+			c.failf(elem, "name", "%s (defaulted from the op) is already used by node #%d: two %s nodes need explicit names (name: \"...\")", excerpt.Quote(ni.name), j+1, excerpt.Quote(ni.name))
 		case !c.nodes[j].explicit:
-			c.failf(elem, "name", "%q is already used by node #%d (defaulted from its op); give one of them another name", ni.name, j+1)
+			c.failf(elem, "name", "%s is already used by node #%d (defaulted from its op); give one of them another name", excerpt.Quote(ni.name), j+1)
 		default:
-			c.failf(elem, "name", "%q is already used by node #%d", ni.name, j+1)
+			c.failf(elem, "name", "%s is already used by node #%d", excerpt.Quote(ni.name), j+1)
 		}
 	}
 
@@ -71,7 +72,7 @@ func (c *compiler) names() {
 			continue
 		}
 		if j, dup := seen[name]; dup {
-			c.failf(elem, "name", "%q is already the name of output #%d", name, j+1)
+			c.failf(elem, "name", "%s is already the name of output #%d", excerpt.Quote(name), j+1)
 			continue
 		}
 		seen[name] = i
@@ -99,13 +100,13 @@ func (c *compiler) inputSpec(i int, in *pipelinepb.Input) ops.Spec {
 	switch layout {
 	case "":
 		if color != "" {
-			c.failf(elem, "color", "%q given without layout: an encoded input's colour is decode's to choose; for an already-decoded image add layout: %q", color, LayoutHWC)
+			c.failf(elem, "color", "%s given without layout: an encoded input's colour is decode's to choose; for an already-decoded image add layout: %q", excerpt.Quote(color), LayoutHWC)
 		}
 		return InputSpec
 	case LayoutHWC:
 	default:
-		c.failf(elem, "layout", "%q is not a layout: leave it out for encoded image bytes, or %q for a decoded UINT8 [H, W, C] image%s",
-			layout, LayoutHWC, suggest(strings.ToUpper(layout), []string{LayoutHWC}))
+		c.failf(elem, "layout", "%s is not a layout: leave it out for encoded image bytes, or %q for a decoded UINT8 [H, W, C] image%s",
+			excerpt.Quote(layout), LayoutHWC, suggest(strings.ToUpper(layout), []string{LayoutHWC}))
 		return InputSpec
 	}
 	if color == "" {
@@ -114,7 +115,7 @@ func (c *compiler) inputSpec(i int, in *pipelinepb.Input) ops.Spec {
 	}
 	col, err := ops.ParseColor(color)
 	if err != nil || col == ops.NoColor {
-		c.failf(elem, "color", "%q is not one of %s", color, decodedColors)
+		c.failf(elem, "color", "%s is not one of %s", excerpt.Quote(color), decodedColors)
 		return InputSpec
 	}
 	return DecodedSpec(col)
@@ -138,7 +139,7 @@ func (c *compiler) boxesSpec(elem string, b *pipelinepb.Boxes) ops.Spec {
 		c.failf(elem, "boxes.coords", `missing: "pixel" (pixels of the decoded, oriented image) or "relative" (fractions 0..1 of its width and height)`)
 		ok = false
 	default:
-		c.failf(elem, "boxes.coords", `%q is not "pixel" or "relative"`, b.GetCoords())
+		c.failf(elem, "boxes.coords", `%s is not "pixel" or "relative"`, excerpt.Quote(b.GetCoords()))
 		ok = false
 	}
 	if !ok {
@@ -162,14 +163,14 @@ func (c *compiler) counts() {
 		j, ok := c.inputs[name]
 		switch {
 		case !ok:
-			c.failf(elem, "count_of", "no input is named %q%s (inputs: %s)", name, suggest(name, c.inNames), listNames(c.inNames))
+			c.failf(elem, "count_of", "no input is named %s%s (inputs: %s)", excerpt.Quote(name), suggest(name, c.inNames), listNames(c.inNames))
 			continue
 		case !c.inSpecs[j].IsBoxes():
-			c.failf(elem, "count_of", "input %q is not a boxes input (give it boxes { max: N coords: \"pixel\" }): a count counts boxes", name)
+			c.failf(elem, "count_of", "input %s is not a boxes input (give it boxes { max: N coords: \"pixel\" }): a count counts boxes", excerpt.Quote(name))
 			continue
 		}
 		if k, dup := by[j]; dup {
-			c.failf(elem, "count_of", "input %q is already counted by input #%d", name, k+1)
+			c.failf(elem, "count_of", "input %s is already counted by input #%d", excerpt.Quote(name), k+1)
 			continue
 		}
 		by[j] = i
@@ -190,11 +191,11 @@ func checkName(name string, referable bool) error {
 	}
 	for _, r := range name {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return fmt.Errorf("%q contains a space or control character", name)
+			return fmt.Errorf("%s contains a space or control character", excerpt.Quote(name))
 		}
 	}
 	if referable && strings.Contains(name, ":") {
-		return fmt.Errorf("%q contains ':', which separates a node from its output port in references", name)
+		return fmt.Errorf("%s contains ':', which separates a node from its output port in references", excerpt.Quote(name))
 	}
 	return nil
 }
@@ -215,7 +216,7 @@ func elemName(kind, name string, i int) string {
 	if name == "" {
 		return fmt.Sprintf("%s #%d", kind, i+1)
 	}
-	return fmt.Sprintf("%s %q (#%d)", kind, name, i+1)
+	return fmt.Sprintf("%s %s (#%d)", kind, excerpt.Quote(name), i+1)
 }
 
 // inputsField names a node's inputs with their specs, for shape errors.
@@ -223,7 +224,7 @@ func (c *compiler) inputsField(i int, in []ops.Spec) string {
 	ni := &c.nodes[i]
 	parts := make([]string, len(in))
 	for k := range in {
-		parts[k] = fmt.Sprintf("%q (%v)", ni.inText[k], in[k])
+		parts[k] = fmt.Sprintf("%s (%v)", excerpt.Quote(ni.inText[k]), in[k])
 	}
 	switch len(parts) {
 	case 0:
@@ -234,18 +235,23 @@ func (c *compiler) inputsField(i int, in []ops.Spec) string {
 	return "inputs " + strings.Join(parts, ", ")
 }
 
-// listNames joins names for a message, eliding all but the first few: a
-// hostile definition with thousands of nodes must not make every error
-// message thousands of names long.
+// listNames joins names for a message, eliding all but the first few and
+// cutting long ones: a hostile definition must not make every error
+// message hundreds of long names long.
 func listNames(names []string) string {
 	const show = 20
 	if len(names) == 0 {
 		return "none"
 	}
-	if len(names) > show {
-		return strings.Join(names[:show], ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
+	n := min(len(names), show)
+	cut := make([]string, n)
+	for i, name := range names[:n] {
+		cut[i] = excerpt.Cut(name, excerpt.Max)
 	}
-	return strings.Join(names, ", ")
+	if len(names) > show {
+		return strings.Join(cut, ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
+	}
+	return strings.Join(cut, ", ")
 }
 
 // plural spells a count of things: "1 input port", "2 input ports".

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/excerpt"
 )
 
 // errReported marks a reference that cannot be checked because its target
@@ -48,7 +50,7 @@ func (c *compiler) wiring() {
 			ref, err := c.resolve(text)
 			if err != nil {
 				if err != errReported {
-					c.fail(elem, fmt.Sprintf("input %q", text), err)
+					c.fail(elem, "input "+excerpt.Quote(text), err)
 				}
 				continue
 			}
@@ -64,7 +66,7 @@ func (c *compiler) defaultRef(i int) (Ref, string, error) {
 		if len(c.inNames) == 1 {
 			return Ref{Node: InputRef}, c.inNames[0], nil
 		}
-		return Ref{}, "", fmt.Errorf("missing: the pipeline has %d inputs (%s); name the one the first node reads, e.g. input: %q", len(c.inNames), listNames(c.inNames), c.inNames[0])
+		return Ref{}, "", fmt.Errorf("missing: the pipeline has %d inputs (%s); name the one the first node reads, e.g. input: %s", len(c.inNames), listNames(c.inNames), excerpt.Quote(c.inNames[0]))
 	}
 	prev := &c.nodes[i-1]
 	if prev.schema == nil {
@@ -98,7 +100,7 @@ func (c *compiler) outputSources() {
 		ref, err := c.resolve(text)
 		if err != nil {
 			if err != errReported {
-				c.fail(elem, fmt.Sprintf("source %q", text), err)
+				c.fail(elem, "source "+excerpt.Quote(text), err)
 			}
 			continue
 		}
@@ -115,7 +117,7 @@ func (c *compiler) resolve(text string) (Ref, error) {
 	name, port, hasPort := strings.Cut(text, ":")
 	if i, ok := c.inputs[name]; ok {
 		if hasPort {
-			return Ref{}, fmt.Errorf("pipeline input %q has no output ports; write %q", name, name)
+			return Ref{}, fmt.Errorf("pipeline input %s has no output ports; write %s", excerpt.Quote(name), excerpt.Quote(name))
 		}
 		return Ref{Node: InputRef, Port: i}, nil
 	}
@@ -124,7 +126,7 @@ func (c *compiler) resolve(text string) (Ref, error) {
 		if len(c.errs) >= maxErrors {
 			return Ref{}, errors.New("unknown reference") // dropped anyway: skip the listing
 		}
-		return Ref{}, fmt.Errorf("no pipeline input or node is named %q%s (inputs: %s; nodes: %s)", name, suggest(name, c.refNames()), listNames(c.inNames), c.nodeNames())
+		return Ref{}, fmt.Errorf("no pipeline input or node is named %s%s (inputs: %s; nodes: %s)", excerpt.Quote(name), suggest(name, c.refNames()), listNames(c.inNames), c.nodeNames())
 	}
 	s := c.nodes[j].schema
 	if s == nil {
@@ -132,7 +134,7 @@ func (c *compiler) resolve(text string) (Ref, error) {
 	}
 	if !hasPort {
 		if len(s.Outputs) == 0 {
-			return Ref{}, fmt.Errorf("node %q (operator %s) has no outputs", name, s.Name)
+			return Ref{}, fmt.Errorf("node %s (operator %s) has no outputs", excerpt.Quote(name), s.Name)
 		}
 		return Ref{Node: j}, nil
 	}
@@ -142,7 +144,7 @@ func (c *compiler) resolve(text string) (Ref, error) {
 		for k, o := range s.Outputs {
 			names[k] = o.Name
 		}
-		return Ref{}, fmt.Errorf("node %q (operator %s) has no output port %q%s (ports: %s)", name, s.Name, port, suggest(port, names), portNames(s.Outputs))
+		return Ref{}, fmt.Errorf("node %s (operator %s) has no output port %s%s (ports: %s)", excerpt.Quote(name), s.Name, excerpt.Quote(port), suggest(port, names), portNames(s.Outputs))
 	}
 	return Ref{Node: j, Port: p}, nil
 }
