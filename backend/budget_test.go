@@ -187,15 +187,16 @@ func TestBatchOverMaxBatchSizeFailsAlone(t *testing.T) {
 // against max_batch_bytes before allocating it.
 func TestResponderBudget(t *testing.T) {
 	r := newResponder([]respondOutput{{name: "A", sample: 60}, {name: "B", sample: 40}}, -1, 1000)
-	r.prepare(11)
-	if err := r.toScratch(0, 2, 10); err != nil {
+	r.prepare(10)
+	if err := r.scratchAll(0, 2); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.scratch[0]) != 600 || len(r.scratch[1]) != 400 || len(r.dst[0][1].Host) != 60 {
 		t.Errorf("scratch of %d and %d bytes", len(r.scratch[0]), len(r.scratch[1]))
 	}
-	if err := r.toScratch(0, 2, 11); err == nil || !strings.Contains(err.Error(), "a batch of 11 samples needs 1100 bytes of outputs, over max_batch_bytes 1000") {
-		t.Errorf("toScratch for 11: %v", err)
+	r.prepare(11)
+	if err := r.scratchAll(0, 2); err == nil || !strings.Contains(err.Error(), "a batch of 11 samples needs 1100 bytes of outputs, over max_batch_bytes 1000") {
+		t.Errorf("scratchAll for 11: %v", err)
 	}
 	if cap(r.scratch[0]) != 600 {
 		t.Errorf("a refused batch grew the scratch to %d bytes", cap(r.scratch[0]))
@@ -283,17 +284,18 @@ func TestRequestAndBatchBudgets(t *testing.T) {
 		t.Fatal(errs[0])
 	}
 
-	// The batch's work: each image's estimate is drawn on it too.
-	m = mustLoad(t, imagenetDir(t), withParams(t, goodConfig, map[string]string{"workers": "1", "max_batch_work": "20000"}))
+	// The batch's work: each image's estimates, its decode's and its
+	// resize's, are drawn on it too.
+	m = mustLoad(t, imagenetDir(t), withParams(t, goodConfig, map[string]string{"workers": "1", "max_batch_work": "1000000"}))
 	inst = mustInstance(t, m)
 	reqs = []Request{request("IMAGE", rawInput(img)), request("IMAGE", rawInput(img))}
 	errs, _ = inst.Execute(reqs, asResponses(resps))
 	if (errs[0] == nil) == (errs[1] == nil) {
-		t.Fatalf("want exactly one request over the batch's work (each image needs about 12,000 units): %v", errs)
+		t.Fatalf("want exactly one request over the batch's work (each image needs about 600,000 units: 12,000 to decode, the rest to resample): %v", errs)
 	}
 	for _, err := range errs {
 		if err != nil {
-			wantError(t, err, CodeInvalidArg, "the batch's images need more than 20000 units of decode work, the limit max_batch_work")
+			wantError(t, err, CodeInvalidArg, "resize: the batch's images need more than 1000000 units of decode and operator work, the limit max_batch_work")
 		}
 	}
 }

@@ -59,7 +59,7 @@ func monotonicNow() uint64 { return uint64(time.Since(clockEpoch)) + 1 }
 // Causes lists the failure causes BatchStats.Failures counts, in its index
 // order: every ops.Cause an operator reports. A cause not listed (none
 // today) counts as the last, ops.BadInput.
-var Causes = [...]ops.Cause{ops.Truncated, ops.NotImage, ops.Corrupt, ops.Unsupported, ops.TooLarge, ops.BadInput}
+var Causes = [...]ops.Cause{ops.Truncated, ops.NotImage, ops.Corrupt, ops.Unsupported, ops.TooLarge, ops.Cancelled, ops.BadInput}
 
 // ImageStats counts what one Execute's pipeline run did with its images,
 // for Sluice's own metrics. Requests that failed before the batch (an

@@ -158,6 +158,11 @@ func (o *cropOp) Infer(in []Spec) ([]Spec, error) {
 	return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil
 }
 
+// Run is not charged (Ctx.Charge): a copy, a byte moved per output byte,
+// of an output that the pixel limit bounds and that is no larger than its
+// input or of a size the pipeline file fixes; the input cost more to make
+// (decode and the resamplers are charged at least 4 units a pixel) or to
+// receive.
 func (o *cropOp) Run(c *Ctx, in, out []*Tensor) error {
 	src := in[0]
 	h, w, ch, err := imageIn("crop", src)

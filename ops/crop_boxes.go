@@ -33,6 +33,7 @@ var cropBoxesSchema = &Schema{
 	Outputs: []Port{
 		{Name: "crops", Doc: "UINT8 [max, height, width, C], same colour: row k is box k's crop, zeros when unused"},
 		{Name: "count", Doc: "INT32 [1]: the number of crops written"},
+		{Name: "boxes", Doc: "FP32 [max, 4]: row k is the box crop k was sampled from, x1, y1, x2, y2 in pixels, clipped to the image; NaN when unused"},
 	},
 	Args: append([]ArgSpec{
 		{
@@ -117,6 +118,7 @@ func (o *cropBoxesOp) Infer(in []Spec) ([]Spec, error) {
 	return []Spec{
 		{DType: Uint8, Dims: []int{o.max, o.h, o.w, c}, Color: s.Color},
 		{DType: Int32, Dims: []int{1}},
+		{DType: Float32, Dims: []int{o.max, 4}},
 	}, nil
 }
 
@@ -137,20 +139,40 @@ func (o *cropBoxesOp) Run(c *Ctx, in, out []*Tensor) error {
 	if bx.DType != Float32 || len(bx.Data) != o.max*16 {
 		return Errorf(BadInput, "crop_boxes: boxes are %v %v (%d bytes), want FP32 [%d, 4]", bx.DType, bx.Dims, len(bx.Data), o.max)
 	}
+	// Every box is read and clipped, and all the crops' work charged at
+	// once, before any is cropped: a boxes input of many whole-image
+	// boxes on a large image is refused at the cost of reading it.
+	var work float64
+	boxes := 0
+	for k := range o.max {
+		b, ok, err := o.box(bx.Data[k*16:], k, sh, sw)
+		if err != nil {
+			return err
+		}
+		if ok {
+			work += float64(o.work(sh, sw, ch, b))
+			boxes++
+		}
+	}
+	if err := c.Charge("crop_boxes", satWork(work), func() string { return o.workDetail(boxes, sh, sw) }); err != nil {
+		return err
+	}
 	crops, err := out[0].Reshape(Uint8, o.max, o.h, o.w, ch)
 	if err != nil {
 		return err
 	}
 	out[0].Color = src.Color
+	sampled, err := out[2].Reshape(Float32, o.max, 4)
+	if err != nil {
+		return err
+	}
 	row := o.h * o.w * ch
 	r := stateOf(c)
 	n := 0
 	for k := range o.max {
 		dst := crops[k*row : (k+1)*row]
-		b, used, err := o.box(bx.Data[k*16:], k, sh, sw)
-		if err != nil {
-			return err
-		}
+		b, used, _ := o.box(bx.Data[k*16:], k, sh, sw) // checked above
+		putBox(sampled[k*16:], b, used)
 		if !used {
 			clear(dst)
 			out[0].Unused = append(out[0].Unused, true)
@@ -169,6 +191,17 @@ func (o *cropBoxesOp) Run(c *Ctx, in, out []*Tensor) error {
 	}
 	binary.LittleEndian.PutUint32(cnt, uint32(n))
 	return nil
+}
+
+// putBox writes a row of the boxes output: the box sampled, or NaNs when
+// the row is unused.
+func putBox(p []byte, b srcBox, used bool) {
+	for i, v := range b {
+		if !used {
+			v = float32(math.NaN())
+		}
+		binary.LittleEndian.PutUint32(p[4*i:], math.Float32bits(v))
+	}
 }
 
 // box reads row k of the boxes, x1, y1, x2, y2, and clips it to the
@@ -208,6 +241,27 @@ func (o *cropBoxesOp) box(p []byte, k, sh, sw int) (srcBox, bool, error) {
 			k, v[0], v[1], v[2], v[3], what, sw, sh)
 	}
 	return b, true, nil
+}
+
+// work is the work of cropping box b (clipped) of an sh×sw×ch image: its
+// resampling into the crop or, with letterbox, into the region fit gives
+// it. A crop's fill, and an unused row's zeros, are copies of a size the
+// pipeline file fixes (MaxCropBytes bounds them).
+func (o *cropBoxesOp) work(sh, sw, ch int, b srcBox) int64 {
+	dh, dw := o.h, o.w
+	if o.letterbox {
+		dh, dw, _, _ = o.fit(float64(b[3]-b[1]), float64(b[2]-b[0]))
+	}
+	return resampleWork(sh, sw, dh, dw, rect{0, 0, dh, dw}, ch, b, o.f, o.aa)
+}
+
+// workDetail says what a refused charge counted: n boxes of an sh×sw image.
+func (o *cropBoxesOp) workDetail(n, sh, sw int) string {
+	s := fmt.Sprintf("%d boxes of the %dx%d image, each resampled to %dx%d, %v", n, sw, sh, o.w, o.h, o.f)
+	if o.aa && o.f != interpNearest {
+		s += " with antialias"
+	}
+	return s + "; fewer or smaller boxes cost less"
 }
 
 // crop writes one box's crop into dst, an h×w×ch image.

@@ -9,7 +9,8 @@ import (
 // for row k of boxes (FP32 [max, 4]; rows at or past used are unused, as
 // a count input marks them), each clipped and placed as Run does. g is
 // the upright decoded image; it becomes the crops' canvas. The count
-// goes to side[0] when that is a pipeline output.
+// goes to side[0] and the boxes sampled to side[1] when they are
+// pipeline outputs.
 func (o *cropBoxesOp) GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []Crop, side []*Tensor) error {
 	if g.Resized || !g.plain() || g.Win != [4]int{0, 0, g.H, g.W} {
 		return fmt.Errorf("%w: crop_boxes after another operator: it must read decode's image", ErrNotOnGPU)
@@ -18,6 +19,7 @@ func (o *cropBoxesOp) GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []
 		return Errorf(BadInput, "crop_boxes: %d bytes of boxes for %d crops, want FP32 [%d, 4]", len(boxes), len(crops), o.max)
 	}
 	n := 0
+	var work float64
 	for k := range crops {
 		cr := &crops[k]
 		*cr = Crop{}
@@ -32,6 +34,9 @@ func (o *cropBoxesOp) GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []
 			continue
 		}
 		cr.Box, cr.Used = b, true
+		// Priced as Run prices it, so that a request is refused alike on
+		// either kind of instance.
+		work += float64(o.work(g.H, g.W, g.Color.Channels(), b))
 		cr.Rs = [2]int{o.h, o.w}
 		if o.letterbox {
 			nh, nw, top, left := o.fit(float64(b[3]-b[1]), float64(b[2]-b[0]))
@@ -44,6 +49,9 @@ func (o *cropBoxesOp) GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []
 		}
 		n++
 	}
+	if err := c.Charge("crop_boxes", satWork(work), func() string { return o.workDetail(n, g.H, g.W) }); err != nil {
+		return err
+	}
 	g.H, g.W = o.h, o.w
 	g.Rs = [2]int{o.h, o.w}
 	g.Resized, g.Filter = true, o.GPUFilter()
@@ -53,6 +61,15 @@ func (o *cropBoxesOp) GPUCrops(c *Ctx, g *Geom, boxes []byte, used int, crops []
 			return err
 		}
 		binary.LittleEndian.PutUint32(cnt, uint32(n))
+	}
+	if len(side) > 1 && side[1] != nil {
+		sampled, err := side[1].Reshape(Float32, o.max, 4)
+		if err != nil {
+			return err
+		}
+		for k := range crops {
+			putBox(sampled[k*16:], crops[k].Box, crops[k].Used)
+		}
 	}
 	return nil
 }

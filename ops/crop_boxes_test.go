@@ -36,7 +36,7 @@ func startCropBoxes(t *testing.T, raw Args, in Spec, max int, co Coords) *cropBo
 		t.Fatal(err)
 	}
 	st, _ := op.NewState()
-	return &cropBoxesRun{op: op, ctx: Ctx{State: st, Limits: DefaultLimits}, out: []*Tensor{{}, {}}}
+	return &cropBoxesRun{op: op, ctx: Ctx{State: st, Limits: DefaultLimits}, out: []*Tensor{{}, {}, {}}}
 }
 
 func (r *cropBoxesRun) run(img, boxes *Tensor) error {
@@ -79,6 +79,12 @@ func TestCropBoxesPillow(t *testing.T) {
 						want := pillowResampleBox(img.Data, 57, 83, c, size[0], size[1], b, f, aa)
 						if got := r.row(k); !bytes.Equal(got, want) {
 							t.Errorf("c=%d %s aa=%v %v box %v: %d of %d bytes differ", c, f, aa, size, b, diffCount(got, want), len(want))
+						}
+						// The boxes output: the box sampled.
+						for i, v := range b {
+							if got := math.Float32frombits(binary.LittleEndian.Uint32(r.out[2].Data[16*k+4*i:])); got != v {
+								t.Fatalf("boxes output row %d: coordinate %d is %g, want %g", k, i, got, v)
+							}
 						}
 					}
 				}

@@ -107,6 +107,13 @@ func (o *letterboxOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	r, nh, nw, top, left := o.geometry(src.FullHW())
+	// The resampling is priced; the canvas's fill is a copy whose size the
+	// pipeline file fixes.
+	win := rect{0, 0, nh, nw}
+	work := resampleWork(sh, sw, nh, nw, win, ch, srcBox{0, 0, float32(sw), float32(sh)}, o.f, o.aa)
+	if err := c.Charge("letterbox", work, func() string { return resampleDetail(sh, sw, nh, nw, win, o.f, o.aa) }); err != nil {
+		return err
+	}
 	canvas, err := out[0].Reshape(Uint8, o.h, o.w, ch)
 	if err != nil {
 		return err
@@ -116,7 +123,7 @@ func (o *letterboxOp) Run(c *Ctx, in, out []*Tensor) error {
 	fillBorder(canvas, o.h, o.w, ch, top, top+nh, left, left+nw, pat[:ch])
 	// Resample straight into the canvas: rows of the region are o.w*ch apart.
 	stride := o.w * ch
-	stateOf(c).resample(canvas[top*stride+left*ch:], stride, nh, nw, rect{0, 0, nh, nw}, src.Data, sh, sw, ch, o.f, o.aa)
+	stateOf(c).resample(canvas[top*stride+left*ch:], stride, nh, nw, win, src.Data, sh, sw, ch, o.f, o.aa)
 
 	return writePlacement(out[1], out[2], r, top, left)
 }

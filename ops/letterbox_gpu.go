@@ -4,11 +4,18 @@ import "fmt"
 
 // GPU resizes the plain source into the canvas and writes the scale and
 // offset outputs on the host, as Run does.
-func (o *letterboxOp) GPU(_ *Ctx, g *Geom, side []*Tensor) error {
+func (o *letterboxOp) GPU(c *Ctx, g *Geom, side []*Tensor) error {
 	if g.Resized || !g.plain() {
 		return fmt.Errorf("%w: letterbox after a resize, pad or letterbox", ErrNotOnGPU)
 	}
 	r, nh, nw, top, left := o.geometry(g.H, g.W)
+	// Priced as Run prices it, so that a request is refused alike on
+	// either kind of instance.
+	win := rect{0, 0, nh, nw}
+	work := resampleWork(g.H, g.W, nh, nw, win, g.Color.Channels(), srcBox{0, 0, float32(g.W), float32(g.H)}, o.f, o.aa)
+	if err := c.Charge("letterbox", work, func() string { return resampleDetail(g.H, g.W, nh, nw, win, o.f, o.aa) }); err != nil {
+		return err
+	}
 	if nh < o.h || nw < o.w {
 		if err := g.setFill("letterbox", o.fill); err != nil {
 			return err

@@ -134,6 +134,11 @@ func channelPerm(in Color, order string) ([]int, error) {
 	return nil, &ArgError{"order", "unknown order " + order}
 }
 
+// Run is not charged (Ctx.Charge): one table lookup per input sample, of
+// an image within the pixel limit that cost more to make (decode and the
+// resamplers are charged at least 4 units a pixel) or to receive (a
+// decoded-image input), or of crops whose size the pipeline file fixes
+// (MaxCropBytes).
 func (n *normalize) Run(_ *Ctx, in, out []*Tensor) error {
 	src := in[0]
 	if len(src.Dims) == 4 {

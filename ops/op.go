@@ -67,7 +67,7 @@ type Fuser interface {
 type Limits struct {
 	MaxBytes  int   // encoded bytes per image; 0 = unlimited
 	MaxPixels int   // decoded pixels per image (width × height); 0 = unlimited
-	MaxWork   int64 // estimated decode work per image, in codec work units; 0 = unlimited
+	MaxWork   int64 // estimated work per image of its decode, and of each operator (Ctx.Charge), in codec work units; 0 = unlimited
 	MaxMemory int64 // estimated decoder memory per image beside its pixels, bytes; 0 = unlimited
 }
 
@@ -92,8 +92,8 @@ func (l Limits) Codec() codec.Limits {
 type Ctx struct {
 	State  State
 	Limits Limits
-	// Budget is what the sample's request may still decode (nil: no
-	// limit beyond Limits); decode draws on it.
+	// Budget is what the sample's request may still cost (nil: no
+	// limit beyond Limits); decode and Charge draw on it.
 	Budget *Budget
 }
 
@@ -108,6 +108,7 @@ const (
 	Corrupt     = codec.Corrupt
 	Unsupported = codec.Unsupported
 	TooLarge    = codec.TooLarge
+	Cancelled   = Cause("cancelled")
 	BadInput    = Cause("invalid input")
 )
 

@@ -78,6 +78,11 @@ func (o *padOp) Infer(in []Spec) ([]Spec, error) {
 	return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil
 }
 
+// Run is not charged (Ctx.Charge): a copy, a byte moved per output byte,
+// of an output that the pixel limit bounds and that is its input rounded
+// up to a multiple or of a size the pipeline file fixes; the input cost
+// more to make (decode and the resamplers are charged at least 4 units a
+// pixel) or to receive.
 func (o *padOp) Run(c *Ctx, in, out []*Tensor) error {
 	src := in[0]
 	h, w, ch, err := imageIn("pad", src)

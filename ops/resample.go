@@ -209,36 +209,15 @@ func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool)
 	// Pillow computes the scale from float32 box coordinates.
 	scale := float64(hi-lo) / float64(out)
 	origin := float64(lo)
-	fs := scale
-	if fs < 1 || (!aa && f != interpArea) {
-		fs = 1
-	}
+	fs, support := filterSupport(scale, f, aa)
 	kn := kernels[f]
-	support := kn.support * fs
-	// window is Pillow's range of input pixels [lo, hi) for output i.
-	window := func(i int) (center float64, lo, hi int) {
-		center = origin + float64(float64(i)+0.5)*scale
-		lo = max(int(center-support+0.5), 0) // int() truncates, as C's cast
-		hi = max(min(int(center+support+0.5), in), lo)
-		return center, lo, hi
-	}
-	// Every output pixel gets the same number of taps, the widest window,
-	// so that the loops run a fixed count: windows near the end move left
-	// with zero weights in front, which adds nothing to the sums.
-	t.taps = 1
-	for i := range out {
-		_, lo, hi := window(i)
-		t.taps = max(t.taps, hi-lo)
-	}
-	// Even counts run on the unrolled 2- and 4-tap kernels.
-	if t.taps > 1 && t.taps%2 == 1 && t.taps < in {
-		t.taps++
-	}
+	ax := axisWindows{in, origin, scale, support}
+	t.taps = ax.taps(out)
 	t.k = grow(t.k, out*t.taps)
 	t.tmp = grow(t.tmp, t.taps)
 	ss := 1 / fs
 	for i := range out {
-		center, lo, hi := window(i)
+		center, lo, hi := ax.window(i)
 		w := t.tmp[:hi-lo]
 		sum := 0.0
 		for j := range w {
@@ -260,6 +239,60 @@ func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool)
 		}
 		t.start[i] = int32(s)
 	}
+}
+
+// axisWindows are the input windows of an axis of in pixels whose box
+// starts at origin, at scale input pixels per output pixel, with the
+// filter's support.
+type axisWindows struct {
+	in                     int
+	origin, scale, support float64
+}
+
+// window is Pillow's range of input pixels [lo, hi) for output i.
+func (a axisWindows) window(i int) (center float64, lo, hi int) {
+	center = a.origin + float64(float64(i)+0.5)*a.scale
+	lo = max(int(center-a.support+0.5), 0) // int() truncates, as C's cast
+	hi = max(min(int(center+a.support+0.5), a.in), lo)
+	return center, lo, hi
+}
+
+// taps is the number of taps every one of out output pixels gets: the
+// widest window, so that the loops run a fixed count (windows near the end
+// move left with zero weights in front, which adds nothing to the sums),
+// made even for the unrolled 2- and 4-tap kernels.
+func (a axisWindows) taps(out int) int {
+	taps := 1
+	for i := range out {
+		_, lo, hi := a.window(i)
+		taps = max(taps, hi-lo)
+	}
+	if taps > 1 && taps%2 == 1 && taps < a.in {
+		taps++
+	}
+	return taps
+}
+
+// filterSupport is the stretch of filter f at scale (input pixels per
+// output pixel) and its support, the half width of an output pixel's
+// window in input pixels: stretched by the scale when shrinking with
+// antialias (area always), the filter's own otherwise. f is a Pillow
+// filter other than nearest.
+func filterSupport(scale float64, f interp, aa bool) (fs, support float64) {
+	fs = scale
+	if fs < 1 || (!aa && f != interpArea) {
+		fs = 1
+	}
+	return fs, kernels[f].support * fs
+}
+
+// boxTaps is the taps buildBox gives the axis of in pixels whose span
+// lo..hi is resampled to out pixels with f: the same windows, computed
+// without the weights.
+func boxTaps(in int, lo, hi float32, out int, f interp, aa bool) int {
+	scale := float64(hi-lo) / float64(out)
+	_, support := filterSupport(scale, f, aa)
+	return axisWindows{in, float64(lo), scale, support}.taps(out)
 }
 
 // buildNearest follows Pillow's ImagingScaleAffine, which Image.resize uses
@@ -371,9 +404,7 @@ func (r *resampler) resampleBox(dst []byte, stride, dh, dw int, win rect, src []
 		return
 	}
 	srow, wrow := sw*c, win.w*c
-	// Pillow's need_horizontal and need_vertical.
-	needH := dw != sw || b[0] != 0 || b[2] != float32(dw)
-	needV := dh != sh || b[1] != 0 || b[3] != float32(dh)
+	needH, needV := needPasses(sh, sw, dh, dw, b)
 	tableX := func(f interp, aa bool) *axisTable { return r.tableBox(sw, b[0], b[2], dw, f, aa) }
 	tableY := func(f interp, aa bool) *axisTable { return r.tableBox(sh, b[1], b[3], dh, f, aa) }
 	switch {
@@ -391,12 +422,7 @@ func (r *resampler) resampleBox(dst []byte, stride, dh, dw int, win rect, src []
 	case !needH:
 		tv := tableY(f, aa)
 		vpass(dst, stride, src[win.x*c:], srow, wrow, tv, win.y, win.h, 0)
-	case sh-dh > 2*(sw-dw) && dh < sh:
-		// Pillow 13 (PR 9549) goes vertical first when the height shrinks
-		// by over twice as many pixels as the width: less work, and since
-		// each pass rounds, the order shows in the pixels. With a box it
-		// still compares the whole image's sizes (checked against Pillow
-		// 13.0.0 with one-axis box resizes).
+	case verticalFirst(sh, sw, dh, dw):
 		tv := tableY(f, aa)
 		th := tableX(f, aa)
 		// Only the columns that the horizontal pass reads go through the
@@ -418,6 +444,123 @@ func (r *resampler) resampleBox(dst []byte, stride, dh, dw int, win rect, src []
 		hpass(r.tmp, wrow, src[y0*srow:], srow, y1-y0, c, th, win.x, win.w)
 		vpass(dst, stride, r.tmp, wrow, wrow, tv, win.y, win.h, y0)
 	}
+}
+
+// needPasses are Pillow's need_horizontal and need_vertical: whether a
+// pass over each axis runs at all for the box b of an sh×sw image resized
+// to dh×dw.
+func needPasses(sh, sw, dh, dw int, b srcBox) (needH, needV bool) {
+	needH = dw != sw || b[0] != 0 || b[2] != float32(dw)
+	needV = dh != sh || b[1] != 0 || b[3] != float32(dh)
+	return needH, needV
+}
+
+// verticalFirst is Pillow 13's pass order (PR 9549): vertical first when
+// the height shrinks by over twice as many pixels as the width, which is
+// less work, and since each pass rounds, the order shows in the pixels.
+// With a box it still compares the whole image's sizes (checked against
+// Pillow 13.0.0 with one-axis box resizes).
+func verticalFirst(sh, sw, dh, dw int) bool {
+	return sh-dh > 2*(sw-dw) && dh < sh
+}
+
+// The price of resampling, in codec work units (about one per sample
+// visited, a third of a nanosecond of one core: codec.Limits.MaxWork).
+// BenchmarkResampleWork measures nanoseconds per unit.
+const (
+	// resampleTapWork: one tap of a pass on one channel, a load and a
+	// multiply-add in the C loops.
+	resampleTapWork = 1
+	// resamplePixelWork: each output pixel's base, its clipping, store and
+	// loop, whatever the filter.
+	resamplePixelWork = 4
+	// resampleWeightWork: one weight of an axis table, a filter evaluation
+	// in float64 with its normalisation and rounding, and its SIMD layout.
+	resampleWeightWork = 16
+	// resampleCVTapWork: one tap of opencv_linear's passes on one
+	// channel, scalar Go loops with OpenCV's shifts and clamps
+	// (resample_cv.go) rather than SIMD C.
+	resampleCVTapWork = 4
+	// resampleCallWork: a call's fixed cost (a crop_boxes box of a few
+	// pixels still looks its tables up and sets its passes up).
+	resampleCallWork = 256
+)
+
+// resampleWork is the work of resample (sh, sw, dh, dw, win, c, f, aa as
+// given to it, b the whole image) or of resampleBox (b its box): the
+// separable passes that run, taps × channels for every sample each pass
+// writes, plus the axis tables and a base per output pixel. It follows the
+// resampler's own choices: which passes run (needPasses), their order
+// (verticalFirst), the input rows or columns the first pass covers for the
+// window, and each axis's taps as its table gets them (boxTaps), so that
+// what is priced is what runs. It takes O(dh + dw) time, a small part of
+// the base it prices per output pixel. The result saturates at
+// math.MaxInt64.
+func resampleWork(sh, sw, dh, dw int, win rect, c int, b srcBox, f interp, aa bool) int64 {
+	if win.h <= 0 || win.w <= 0 {
+		return 0
+	}
+	wh, ww := float64(win.h), float64(win.w)
+	out, cc := wh*ww, float64(c)
+	work := resampleCallWork + out*resamplePixelWork
+	needH, needV := needPasses(sh, sw, dh, dw, b)
+	switch {
+	case f == interpOpenCVLinear:
+		switch {
+		case dh == sh && dw == sw:
+			work += out * cc
+		case cvAreaFast(sh, sw, dh, dw):
+			work += 4 * out * cc
+		default:
+			// The horizontal pass runs once on each source row the
+			// window's rows read, two of them each at most; the
+			// vertical one weighs two rows.
+			rows := min(2*wh, math.Ceil(wh*float64(sh)/float64(dh))+2)
+			work += float64(dh+dw)*resampleWeightWork + (2*rows*ww+2*out)*cc*resampleCVTapWork
+		}
+	case f == interpNearest || !needH && !needV:
+		// One input pixel per output pixel.
+		work += float64(dh+dw) + out*cc
+	default:
+		sx, sy := float64(b[2]-b[0])/float64(dw), float64(b[3]-b[1])/float64(dh)
+		tx, ty := float64(boxTaps(sw, b[0], b[2], dw, f, aa)), float64(boxTaps(sh, b[1], b[3], dh, f, aa))
+		tap := cc * resampleTapWork
+		switch {
+		case !needV:
+			work += float64(dw)*tx*resampleWeightWork + out*tx*tap
+		case !needH:
+			work += float64(dh)*ty*resampleWeightWork + out*ty*tap
+		case verticalFirst(sh, sw, dh, dw):
+			cols := min(float64(sw), math.Ceil(ww*sx)+tx)
+			work += (float64(dw)*tx+float64(dh)*ty)*resampleWeightWork + (wh*cols*ty+out*tx)*tap
+		default:
+			rows := min(float64(sh), math.Ceil(wh*sy)+ty)
+			work += (float64(dw)*tx+float64(dh)*ty)*resampleWeightWork + (rows*ww*tx+out*ty)*tap
+		}
+	}
+	return satWork(work)
+}
+
+// resampleDetail says what a refused resampling was, for Ctx.Charge.
+func resampleDetail(sh, sw, dh, dw int, win rect, f interp, aa bool) string {
+	s := fmt.Sprintf("resampling %dx%d to %dx%d", sw, sh, dw, dh)
+	if win.h != dh || win.w != dw {
+		s += fmt.Sprintf(" (a %dx%d window of it)", win.w, win.h)
+	}
+	s += ", " + f.String()
+	if aa && f != interpNearest && f != interpOpenCVLinear {
+		s += " with antialias"
+	}
+	return s
+}
+
+// satWork converts an estimate made in float64, whose products of sizes
+// and taps may pass int64's range, to work units.
+func satWork(w float64) int64 {
+	if w >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(w)
 }
 
 // stateOf returns the operator's per-worker resampler, or a fresh one when

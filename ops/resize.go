@@ -162,10 +162,17 @@ func (o *resizeOp) Run(c *Ctx, in, out []*Tensor) error {
 	// The size rule sees the full-resolution size; the pixels may be a
 	// DCT-downscaled decode of it, resampled straight to the output.
 	oh, ow := o.OutSize(src.FullHW())
+	if err := checkPixels("resize", c, oh, ow); err != nil {
+		return err
+	}
+	win := rect{0, 0, oh, ow}
+	if err := o.charge(c, "resize", oh, ow, win, src, sh, sw, ch); err != nil {
+		return err
+	}
 	dst, err := imageOut("resize", c, out[0], oh, ow, och, src.Color)
 	if err != nil {
 		return err
 	}
-	o.resampleInto(stateOf(c), dst, ow*och, oh, ow, rect{0, 0, oh, ow}, src, sh, sw, ch)
+	o.resampleInto(stateOf(c), dst, ow*och, oh, ow, win, src, sh, sw, ch)
 	return nil
 }

@@ -54,21 +54,29 @@ func (o *resizeCropOp) Run(c *Ctx, in, out []*Tensor) error {
 		return err
 	}
 	top, left, wh, ww := o.crop.window(oh, ow)
+	if err := checkPixels("crop", c, wh, ww); err != nil {
+		return err
+	}
+	// The window's part inside the resized image, in resized coordinates:
+	// all that is resampled, and priced. The fill of the rest is a copy
+	// bounded by the pixel limit, like crop's.
+	y0, y1 := max(top, 0), min(top+wh, oh)
+	x0, x1 := max(left, 0), min(left+ww, ow)
+	win := rect{y0, x0, y1 - y0, x1 - x0}
+	if err := o.resize.charge(c, "resize", oh, ow, win, src, sh, sw, ch); err != nil {
+		return err
+	}
 	dst, err := imageOut("crop", c, out[0], wh, ww, och, src.Color)
 	if err != nil {
 		return err
 	}
 	pat := o.crop.fill.pixel(och)
-	// The window's part inside the resized image, in resized coordinates.
-	y0, y1 := max(top, 0), min(top+wh, oh)
-	x0, x1 := max(left, 0), min(left+ww, ow)
 	if y0 >= y1 || x0 >= x1 {
 		fillPixels(dst, pat[:och])
 		return nil
 	}
 	fillBorder(dst, wh, ww, och, y0-top, y1-top, x0-left, x1-left, pat[:och])
 	stride := ww * och
-	o.resize.resampleInto(stateOf(c), dst[(y0-top)*stride+(x0-left)*och:], stride, oh, ow,
-		rect{y0, x0, y1 - y0, x1 - x0}, src, sh, sw, ch)
+	o.resize.resampleInto(stateOf(c), dst[(y0-top)*stride+(x0-left)*och:], stride, oh, ow, win, src, sh, sw, ch)
 	return nil
 }

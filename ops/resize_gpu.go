@@ -15,6 +15,14 @@ func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
 	if err := checkPixels("resize", c, oh, ow); err != nil {
 		return err
 	}
+	// Priced as Run prices it (the whole resized image: a crop after it is
+	// not known yet), so that a request is refused alike on either kind of
+	// instance.
+	win := rect{0, 0, oh, ow}
+	work := resampleWork(g.H, g.W, oh, ow, win, g.Color.Channels(), srcBox{0, 0, float32(g.W), float32(g.H)}, o.f, o.aa)
+	if err := c.Charge("resize", work, func() string { return resampleDetail(g.H, g.W, oh, ow, win, o.f, o.aa) }); err != nil {
+		return err
+	}
 	g.Rs = [2]int{oh, ow}
 	g.H, g.W = oh, ow
 	g.Resized, g.Filter = true, o.GPUFilter()

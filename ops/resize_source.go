@@ -47,19 +47,51 @@ func (o *resizeOp) outChannels(src *Tensor, ch int) (int, error) {
 	return 3, nil
 }
 
+// filter is the filter resampleInto uses for src: nearest for a palette
+// or 1-bit image with source_mode, as Pillow.
+func (o *resizeOp) filter(src *Tensor) interp {
+	if o.source && src.Mode == codec.ModeNearest {
+		return interpNearest
+	}
+	return o.f
+}
+
+// premultiplies reports whether resampleInto premultiplies src's alpha
+// before resampling it with f to oh×ow.
+func premultiplies(src *Tensor, f interp, oh, ow, sh, sw int) bool {
+	return src.Mode == codec.ModeAlpha && f != interpNearest && (oh != sh || ow != sw)
+}
+
+// charge prices resampleInto for the same arguments on c before it runs
+// (Ctx.Charge, as op): the resampling in the channels it runs in and, with
+// source_mode, the premultiplication (per input sample) and the conversion
+// (per window sample).
+func (o *resizeOp) charge(c *Ctx, op string, oh, ow int, win rect, src *Tensor, sh, sw, ch int) error {
+	f := o.filter(src)
+	whole := srcBox{0, 0, float32(sw), float32(sh)}
+	var work int64
+	if !o.fourChannels(src) {
+		work = resampleWork(sh, sw, oh, ow, win, ch, whole, f, o.aa)
+	} else {
+		w := float64(resampleWork(sh, sw, oh, ow, win, 4, whole, f, o.aa)) + 4*float64(win.h)*float64(win.w)
+		if premultiplies(src, f, oh, ow, sh, sw) {
+			w += 4 * float64(sh) * float64(sw)
+		}
+		work = satWork(w)
+	}
+	return c.Charge(op, work, func() string { return resampleDetail(sh, sw, oh, ow, win, f, o.aa) })
+}
+
 // resampleInto writes the window win of src's oh×ow resize into dst (rows
 // of stride bytes, in src.Color), following src.Mode with source_mode.
 func (o *resizeOp) resampleInto(r *resampler, dst []byte, stride, oh, ow int, win rect, src *Tensor, sh, sw, ch int) {
-	f := o.f
-	if o.source && src.Mode == codec.ModeNearest {
-		f = interpNearest
-	}
+	f := o.filter(src)
 	if !o.fourChannels(src) {
 		r.resample(dst, stride, oh, ow, win, src.Data, sh, sw, ch, f, o.aa)
 		return
 	}
 	data := src.Data
-	premul := src.Mode == codec.ModeAlpha && f != interpNearest && (oh != sh || ow != sw)
+	premul := premultiplies(src, f, oh, ow, sh, sw)
 	if premul {
 		r.pre = growBuf(r.pre, len(data))
 		premultiply(r.pre, data)

@@ -115,6 +115,8 @@ func (e *Executor) parse(b *batch) {
 		}
 		uh, uw := smp.hdr.OrientedSize(e.chain.dec.Orient)
 		g := ops.NewGeom(uh, uw, e.chain.dec.Color, e.opt.Limits)
+		// The operators charge their work to the sample's budget too.
+		z.ctx.Budget = budget
 		for k := range e.chain.stages {
 			st := &e.chain.stages[k]
 			side := z.bindSide(k, st, b.dst, s, e.sideBlock(s))

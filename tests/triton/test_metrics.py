@@ -30,7 +30,7 @@ def test_metrics_families_listed(sluice_server):
         key("sluice_images_total"),
         key("sluice_image_bytes_total"),
         *(key("sluice_image_failures_total", cause=c) for c in
-          ("truncated", "not an image", "corrupt data", "unsupported", "too large", "invalid input")),
+          ("truncated", "not an image", "corrupt data", "unsupported", "too large", "cancelled", "invalid input")),
         *(key("sluice_stage_duration_seconds_total", stage=s) for s in ("collect", "pipeline", "respond")),
     ):
         assert k in got, (k, sorted(got)[:20])
