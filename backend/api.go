@@ -36,6 +36,15 @@ type Request interface {
 	// Input returns the named input, or an error when the request does
 	// not carry it.
 	Input(name string) (Input, error)
+	// Requested reports whether the request asks for the named output.
+	// Triton lists every output of the model for a request that names
+	// none, so an output not listed is one the client does not want: it
+	// must not be returned (over HTTP an unwanted tensor costs the server
+	// its JSON text, many times its size).
+	Requested(output string) bool
+	// Cancelled reports whether the request was cancelled (its client
+	// gave up): its work may stop, and its response carries CodeCancelled.
+	Cancelled() bool
 }
 
 // Response is the response to one request. Output allocates the named
@@ -71,6 +80,7 @@ const (
 	CodeUnsupported
 	CodeNotFound
 	CodeUnavailable
+	CodeCancelled
 )
 
 // Error is an error with the code Triton should report it under.

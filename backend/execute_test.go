@@ -532,7 +532,7 @@ func TestMarkImageErrors(t *testing.T) {
 	_, err = load(t, imagenetDir(t), editConfig(t, bytesConfig, func(m map[string]any) {
 		m["parameters"] = map[string]any{"image_errors": map[string]any{"string_value": "skip"}}
 	}), false)
-	wantError(t, err, CodeInvalidArg, `parameter "image_errors": "skip" is not fail_request or mark`)
+	wantError(t, err, CodeInvalidArg, `parameter "image_errors": "skip" is not fail_request, mark or mark_ok`)
 	// A pipeline output of one of their names clashes.
 	clash := modelDir(t, map[string][]byte{TextFile: []byte(
 		`version: 1 input { name: "IMAGE" } node { op: "decode" } node { op: "resize" arg { name: "size" ints { v: [8, 8] } } } output { name: "IMAGE_OK" }`)})

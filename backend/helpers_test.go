@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,11 +159,21 @@ func wantError(t testing.TB, err error, code Code, parts ...string) {
 	}
 }
 
-// fakeRequest is a Request over plain Go values.
+// fakeRequest is a Request over plain Go values. outputs lists the
+// outputs it asks for; nil asks for all, as Triton lists every output
+// for a request that names none.
 type fakeRequest struct {
-	inputs map[string]Input
-	panics bool
+	inputs    map[string]Input
+	outputs   []string
+	panics    bool
+	cancelled bool
 }
+
+func (r *fakeRequest) Requested(name string) bool {
+	return r.outputs == nil || slices.Contains(r.outputs, name)
+}
+
+func (r *fakeRequest) Cancelled() bool { return r.cancelled }
 
 func (r *fakeRequest) Input(name string) (Input, error) {
 	if r.panics {

@@ -177,6 +177,10 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 		}
 		inst.col.reset()
 		clear(inst.sample) // drop the per-sample errors
+		// and the requests, which Triton releases once Execute returns
+		for i := range inst.budgets {
+			inst.budgets[i].Client = nil
+		}
 		if !inst.closed {
 			inst.touch()
 		}
@@ -192,12 +196,12 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 
 	n := inst.collect(reqs)
 	st.ComputeStart = now()
-	if inst.run(n, resps) {
+	if inst.run(n, reqs, resps) {
 		inst.countImages(&st.Images)
 		inst.counts.update(inst.exec, &st)
 	}
 	st.ComputeEnd = now()
-	inst.respond(resps)
+	inst.respond(reqs, resps)
 	st.Samples = n
 	st.ExecEnd = now()
 	return errs, st
@@ -207,6 +211,10 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 // gets its error and no place in the batch.
 func (inst *Instance) collect(reqs []Request) int {
 	for i, req := range reqs {
+		if req != nil && req.Cancelled() {
+			inst.fail(i, errCancelled)
+			continue
+		}
 		start, n, err := inst.col.add(req)
 		inst.reqs[i] = reqState{start: start, n: n}
 		if err != nil {
@@ -219,19 +227,19 @@ func (inst *Instance) collect(reqs []Request) int {
 // run places every request's outputs, then runs the batch of n samples
 // once, the executor writing each sample straight into its response. It
 // reports whether the executor ran (its per-sample results are valid).
-func (inst *Instance) run(n int, resps []Response) bool {
+func (inst *Instance) run(n int, reqs []Request, resps []Response) bool {
 	inst.resp.prepare(n)
 	inst.sample = zeroed(inst.sample, n)
-	err := inst.placeAll(n, resps)
+	err := inst.placeAll(n, reqs, resps)
 	if err == nil {
 		if inst.col.onDev > 0 {
 			// Only an executor that reads device memory has them (inputDevice).
-			err = inst.exec.(executor.DeviceRunner).RunDevice(inst.col.batch, inst.col.dev, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+			err = inst.exec.(executor.DeviceRunner).RunDevice(inst.col.batch, inst.col.dev, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n, reqs))
 		} else if inst.col.dims != nil {
 			// NewInstance checked that the executor takes them.
-			err = inst.exec.(executor.ShapedRunner).RunShaped(inst.col.batch, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+			err = inst.exec.(executor.ShapedRunner).RunShaped(inst.col.batch, inst.col.dims, inst.resp.dst, inst.sample, inst.drawBudgets(n, reqs))
 		} else {
-			err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample, inst.drawBudgets(n))
+			err = inst.exec.RunInto(inst.col.batch, inst.resp.dst, inst.sample, inst.drawBudgets(n, reqs))
 		}
 	}
 	if err == nil {
@@ -249,7 +257,7 @@ func (inst *Instance) run(n int, resps []Response) bool {
 
 // drawBudgets gives the samples of each request still standing one
 // budget, chained to the batch's.
-func (inst *Instance) drawBudgets(n int) []*ops.Budget {
+func (inst *Instance) drawBudgets(n int, reqs []Request) []*ops.Budget {
 	p := &inst.model.Params
 	inst.batchBudget.Reset("batch", p.BatchQuota, nil)
 	if len(inst.budgets) < len(inst.reqs) {
@@ -263,6 +271,7 @@ func (inst *Instance) drawBudgets(n int) []*ops.Budget {
 		}
 		b := &inst.budgets[i]
 		b.Reset("request", p.RequestQuota, &inst.batchBudget)
+		b.Client = reqs[i] // asked whether it was cancelled as its images run
 		for s := r.start; s < r.start+r.n; s++ {
 			inst.sampleBudget[s] = b
 		}
@@ -276,7 +285,7 @@ func (inst *Instance) drawBudgets(n int) []*ops.Budget {
 // after it, as Execute's recovery would; the ones before it still run.
 // An error (scratch memory over the budget: a bug) leaves the batch unfit
 // to run.
-func (inst *Instance) placeAll(n int, resps []Response) (err error) {
+func (inst *Instance) placeAll(n int, reqs []Request, resps []Response) (err error) {
 	i := 0
 	defer func() {
 		p := recover()
@@ -287,7 +296,7 @@ func (inst *Instance) placeAll(n int, resps []Response) (err error) {
 		for ; i < len(inst.reqs); i++ {
 			if r := &inst.reqs[i]; !r.failed {
 				inst.fail(i, panicError(p))
-				if serr := inst.resp.toScratch(r.start, r.n, n); serr != nil {
+				if serr := inst.resp.scratchAll(r.start, r.n); serr != nil {
 					err = serr
 				}
 			}
@@ -302,9 +311,10 @@ func (inst *Instance) placeAll(n int, resps []Response) (err error) {
 		if i < len(resps) {
 			resp = resps[i]
 		}
-		if perr := inst.resp.place(resp, r.start, r.n); perr != nil {
+		ok, msgs := inst.marksWanted(reqs[i])
+		if perr := inst.resp.place(reqs[i], resp, r.start, r.n, ok || msgs); perr != nil {
 			inst.fail(i, perr)
-			if err = inst.resp.toScratch(r.start, r.n, n); err != nil {
+			if err = inst.resp.scratchAll(r.start, r.n); err != nil {
 				return err
 			}
 		}
@@ -316,14 +326,19 @@ func (inst *Instance) placeAll(n int, resps []Response) (err error) {
 // place when all its images succeeded, else it fails naming the first
 // that did not, or with image_errors "mark" it is answered with its
 // images marked.
-func (inst *Instance) respond(resps []Response) {
+func (inst *Instance) respond(reqs []Request, resps []Response) {
 	for i := range inst.reqs {
 		r := &inst.reqs[i]
 		if r.failed {
 			continue
 		}
+		if reqs[i].Cancelled() {
+			// Its client has gone: some of its images may not have run.
+			inst.fail(i, errCancelled)
+			continue
+		}
 		if inst.model.Params.MarkImageErrors {
-			if err := inst.mark(resps[i], r); err != nil {
+			if err := inst.mark(reqs[i], resps[i], r); err != nil {
 				inst.fail(i, err)
 				continue
 			}
@@ -380,6 +395,9 @@ func (inst *Instance) recovered(p any, errs []error, st *BatchStats) {
 		}
 	}
 }
+
+// errCancelled answers a request whose client cancelled it.
+var errCancelled = &Error{Code: CodeCancelled, Msg: "the request was cancelled by its client"}
 
 // panicError is the error of the requests a panic left unanswered.
 func panicError(p any) error {

@@ -21,10 +21,23 @@ type marker struct {
 	msgs  []string // per image of the request being marked
 }
 
+// marksWanted reports whether req asks for IMAGE_OK and for IMAGE_ERROR,
+// of those the model has. Either needs every step of its images run,
+// whatever other outputs it wants.
+func (inst *Instance) marksWanted(req Request) (ok, msgs bool) {
+	p := &inst.model.Params
+	return p.MarkImageErrors && req.Requested(OutputImageOK), p.ImageErrorMessages && req.Requested(OutputImageError)
+}
+
 // mark answers request r despite failed images: their outputs are zero
-// (the executor's doing), and IMAGE_OK and IMAGE_ERROR say which failed
-// and why, in the words a failed request would have had.
-func (inst *Instance) mark(resp Response, r *reqState) error {
+// (the executor's doing), and IMAGE_OK and IMAGE_ERROR, those of them the
+// request asks for, say which failed and why, in the words a failed
+// request would have had.
+func (inst *Instance) mark(req Request, resp Response, r *reqState) error {
+	wantOK, wantErr := inst.marksWanted(req)
+	if !wantOK && !wantErr {
+		return nil
+	}
 	m := &inst.marks
 	m.msgs = zeroed(m.msgs, r.n)
 	size := 0
@@ -35,12 +48,24 @@ func (inst *Instance) mark(resp Response, r *reqState) error {
 		size += 4 + len(m.msgs[k])
 	}
 	m.shape = append(m.shape[:0], int64(r.n), 1)
-	ok, err := resp.Output(OutputImageOK, "BOOL", m.shape)
-	if err != nil {
-		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: %v", OutputImageOK, err)}
+	if wantOK {
+		ok, err := resp.Output(OutputImageOK, "BOOL", m.shape)
+		if err != nil {
+			return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: %v", OutputImageOK, err)}
+		}
+		if len(ok) != r.n {
+			return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: got a buffer of %d bytes for %d bytes", OutputImageOK, len(ok), r.n)}
+		}
+		for k, msg := range m.msgs {
+			ok[k] = 0
+			if msg == "" {
+				ok[k] = 1
+			}
+		}
 	}
-	if len(ok) != r.n {
-		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: got a buffer of %d bytes for %d bytes", OutputImageOK, len(ok), r.n)}
+	if !wantErr {
+		clear(m.msgs)
+		return nil
 	}
 	sr, _ := resp.(SizedResponse)
 	if sr == nil {
@@ -53,11 +78,7 @@ func (inst *Instance) mark(resp Response, r *reqState) error {
 	if len(buf) != size {
 		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("output %s: got a buffer of %d bytes for %d bytes", OutputImageError, len(buf), size)}
 	}
-	for k, msg := range m.msgs {
-		ok[k] = 0
-		if msg == "" {
-			ok[k] = 1
-		}
+	for _, msg := range m.msgs {
 		binary.LittleEndian.PutUint32(buf, uint32(len(msg)))
 		buf = buf[4+copy(buf[4:], msg):]
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/excerpt"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -41,6 +42,11 @@ type Params struct {
 	// zeros for the failed ones and IMAGE_OK/IMAGE_ERROR saying which,
 	// instead of failing the request.
 	MarkImageErrors bool
+	// ImageErrorMessages adds IMAGE_ERROR, each failed image's error
+	// message, beside IMAGE_OK ("mark"). Without it ("mark_ok") the model
+	// has no string output: Triton before 2.60 dies classifying one
+	// (docs/reliability.md).
+	ImageErrorMessages bool
 }
 
 // DefaultMaxBatchBytes is max_batch_bytes when the config does not set
@@ -71,8 +77,9 @@ const (
 
 // The values of image_errors.
 const (
-	ImageErrorsFail = "fail_request"
-	ImageErrorsMark = "mark"
+	ImageErrorsFail   = "fail_request"
+	ImageErrorsMark   = "mark"
+	ImageErrorsMarkOK = "mark_ok"
 )
 
 var knownParams = []string{ParamPipeline, ParamWorkers, ParamMaxImagePixels, ParamMaxImageWork, ParamMaxImageMemory, ParamMaxImageBytes,
@@ -138,12 +145,14 @@ func parseParams(p map[string]string) (Params, error) {
 			switch v {
 			case ImageErrorsFail:
 			case ImageErrorsMark:
+				out.MarkImageErrors, out.ImageErrorMessages = true, true
+			case ImageErrorsMarkOK:
 				out.MarkImageErrors = true
 			default:
-				err = fmt.Errorf("parameter %q: %q is not %s or %s", k, v, ImageErrorsFail, ImageErrorsMark)
+				err = fmt.Errorf("parameter %s: %s is not %s, %s or %s", excerpt.Quote(k), excerpt.Quote(v), ImageErrorsFail, ImageErrorsMark, ImageErrorsMarkOK)
 			}
 		default:
-			err = fmt.Errorf("unknown parameter %q: Sluice knows %s", k, strings.Join(knownParams, ", "))
+			err = fmt.Errorf("unknown parameter %s: Sluice knows %s", excerpt.Quote(k), strings.Join(knownParams, ", "))
 		}
 		if err != nil {
 			problems = append(problems, err.Error())
@@ -156,7 +165,7 @@ func parseParams(p map[string]string) (Params, error) {
 		out.Limits.MaxMemory = int64(memory)
 	}
 	if len(problems) > 0 {
-		return out, &Error{Code: CodeInvalidArg, Msg: strings.Join(problems, "\n")}
+		return out, &Error{Code: CodeInvalidArg, Msg: joinProblems(problems)}
 	}
 	return out, nil
 }
@@ -171,7 +180,7 @@ func intParam(name, v string, max int) (int, error) {
 		if max > 0 {
 			want = fmt.Sprintf("an integer from 1 to %d", max)
 		}
-		return 0, fmt.Errorf("parameter %q: %q is not %s", name, v, want)
+		return 0, fmt.Errorf("parameter %q: %s is not %s", name, excerpt.Quote(v), want)
 	}
 	return n, nil
 }
@@ -180,7 +189,7 @@ func intParam(name, v string, max int) (int, error) {
 func shareParam(name, v string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || !(f >= 0 && f <= 1) {
-		return 0, fmt.Errorf("parameter %q: %q is not a number from 0 to 1", name, v)
+		return 0, fmt.Errorf("parameter %q: %s is not a number from 0 to 1", name, excerpt.Quote(v))
 	}
 	return f, nil
 }

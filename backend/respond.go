@@ -40,12 +40,16 @@ func (r *responder) prepare(n int) {
 	}
 }
 
-// place adds the request's outputs to its response (in GPU memory where
-// the instance runs on a GPU and Triton allows it: the instance's GPU,
-// or the one Triton names) and points samples [start, start+n) at them. Once one output fails the request has
-// failed: the rest are not asked for.
-func (r *responder) place(resp Response, start, n int) error {
-	if resp == nil {
+// place adds the outputs the request asks for to its response (in GPU
+// memory where the instance runs on a GPU and Triton allows it: the
+// instance's GPU, or the one Triton names) and points samples
+// [start, start+n) at them. An output not asked for is not added: it is
+// written nowhere (a discarded Dest, whose work the executor may skip),
+// or, when whole tells that every step must run (the request asks
+// whether its images succeeded), to scratch memory. Once one output
+// fails the request has failed: the rest are not asked for.
+func (r *responder) place(req Request, resp Response, start, n int, whole bool) error {
+	if req == nil || resp == nil {
 		return &Error{Code: CodeInternal, Msg: "no response for the request"}
 	}
 	var dr DeviceResponse
@@ -54,6 +58,14 @@ func (r *responder) place(resp Response, start, n int) error {
 	}
 	for o := range r.outputs {
 		out := &r.outputs[o]
+		if !req.Requested(out.name) {
+			if !whole {
+				clear(r.dst[o][start : start+n])
+			} else if err := r.toScratch(o, start, n); err != nil {
+				return err
+			}
+			continue
+		}
 		r.shape = append(append(r.shape[:0], int64(n)), out.dims...)
 		var buf Buffer
 		var err error
@@ -84,26 +96,36 @@ func (r *responder) place(resp Response, start, n int) error {
 	return nil
 }
 
-// toScratch sends samples [start, start+n) of a batch of batch samples,
-// whose request has failed, to host memory no one reads: they are in the
-// batch already. The load checked that max_batch_size samples of every
-// output fit max_batch_bytes, and the collector takes no more; the check
-// here keeps a bug from allocating without a bound.
-func (r *responder) toScratch(start, n, batch int) error {
+// toScratch sends samples [start, start+n) of output o to host memory no
+// one reads: their request has failed, or does not want o but needs its
+// steps run. The load checked that max_batch_size samples of every output
+// fit max_batch_bytes, and the collector takes no more; the check here
+// keeps a bug from allocating without a bound.
+func (r *responder) toScratch(o, start, n int) error {
+	batch := len(r.dst[o])
 	var need int64
-	for _, o := range r.outputs {
-		need += int64(batch) * int64(o.sample)
+	for _, out := range r.outputs {
+		need += int64(batch) * int64(out.sample)
 	}
 	if need > r.limit {
 		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("a batch of %d samples needs %d bytes of outputs, over max_batch_bytes %d", batch, need, r.limit)}
 	}
+	size := r.outputs[o].sample
+	if len(r.scratch[o]) < batch*size {
+		r.scratch[o] = make([]byte, batch*size)
+	}
+	for k := start; k < start+n; k++ {
+		r.dst[o][k] = executor.Dest{Host: r.scratch[o][k*size : (k+1)*size]}
+	}
+	return nil
+}
+
+// scratchAll sends samples [start, start+n), whose request has failed, to
+// scratch memory: they are in the batch already.
+func (r *responder) scratchAll(start, n int) error {
 	for o := range r.outputs {
-		size := r.outputs[o].sample
-		if len(r.scratch[o]) < batch*size {
-			r.scratch[o] = make([]byte, batch*size)
-		}
-		for k := start; k < start+n; k++ {
-			r.dst[o][k] = executor.Dest{Host: r.scratch[o][k*size : (k+1)*size]}
+		if err := r.toScratch(o, start, n); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -24,10 +24,11 @@ var tritonCodes = map[backend.Code]C.TRITONSERVER_Error_Code{
 	backend.CodeUnsupported: C.TRITONSERVER_ERROR_UNSUPPORTED,
 	backend.CodeNotFound:    C.TRITONSERVER_ERROR_NOT_FOUND,
 	backend.CodeUnavailable: C.TRITONSERVER_ERROR_UNAVAILABLE,
+	backend.CodeCancelled:   C.TRITONSERVER_ERROR_CANCELLED,
 }
 
 // backendCode is the reverse of tritonCodes; Triton's codes with no
-// counterpart in backend (UNKNOWN, ALREADY_EXISTS, CANCELLED) count as
+// counterpart in backend (UNKNOWN, ALREADY_EXISTS) count as
 // internal, their number kept in the message by goError.
 func backendCode(c C.TRITONSERVER_Error_Code) backend.Code {
 	for bc, tc := range tritonCodes {

@@ -1,6 +1,7 @@
 package main
 
 /*
+#include <string.h>
 #include "triton.h"
 */
 import "C"
@@ -11,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/sluice-dev/sluice/backend"
+	"github.com/sluice-dev/sluice/internal/faultsafe"
 )
 
 // exchange is one request of an Execute call together with its response. It
@@ -61,8 +63,8 @@ func (x *exchange) InputOn(name string, device int) (backend.Input, error) {
 		meta.Dev, meta.DevBytes, meta.Device = uintptr(p), int(n), int(memID)
 		return meta, nil
 	}
-	meta.Data = unsafe.Slice((*byte)(p), int(n))
-	return meta, nil
+	meta.Data, err = x.private(name, unsafe.Slice((*byte)(p), int(n)))
+	return meta, err
 }
 
 // input looks up a request input: the handle, its data type and shape,
@@ -97,7 +99,11 @@ func (x *exchange) inputData(in *C.TRITONBACKEND_Input, name string, size uint64
 	case 0:
 		return nil, nil
 	case 1:
-		return inputBuffer(in, name, 0)
+		b, err := inputBuffer(in, name, 0)
+		if err != nil {
+			return nil, err
+		}
+		return x.private(name, b)
 	}
 	// Copying allocates: bounded by what a request can hold.
 	if size > uint64(x.st.maxInput) {
@@ -115,13 +121,47 @@ func (x *exchange) inputData(in *C.TRITONBACKEND_Input, name string, size uint64
 			return nil, &backend.Error{Code: backend.CodeInternal,
 				Msg: fmt.Sprintf("input %s: its buffers hold more than the %d bytes Triton reports", name, size)}
 		}
-		off += copy(dst[off:], b)
+		if err := faultsafe.Copy(dst[off:], b); err != nil {
+			return nil, faultError(name, err)
+		}
+		off += len(b)
 	}
 	if off != len(dst) {
 		return nil, &backend.Error{Code: backend.CodeInternal,
 			Msg: fmt.Sprintf("input %s: its buffers hold %d bytes, Triton reports %d", name, off, size)}
 	}
 	return dst, nil
+}
+
+// private returns b, one buffer of an input in Triton's memory, where the
+// decoders may read it: in place, unless it lies in memory a client can
+// take away (system shared memory, which a truncated file unmaps page by
+// page, raising SIGBUS in whoever reads it), which is copied into the
+// arena first, a fault failing the request instead of the server.
+func (x *exchange) private(name string, b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return b, nil
+	}
+	volatile, err := x.st.volatile(b)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.CodeInternal, Msg: fmt.Sprintf("input %s: %v", name, err)}
+	}
+	if !volatile {
+		return b, nil
+	}
+	if int64(len(b)) > x.st.maxInput {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg,
+			Msg: fmt.Sprintf("input %s: too large: %d bytes, over the %d that max_batch_size × max_image_bytes allows", name, len(b), x.st.maxInput)}
+	}
+	dst := x.st.arena.take(len(b))
+	if err := faultsafe.Copy(dst, b); err != nil {
+		return nil, faultError(name, err)
+	}
+	return dst, nil
+}
+
+func faultError(name string, err error) error {
+	return &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %v", name, err)}
 }
 
 // inputBuffer returns one of an input's buffers over Triton's memory. It
@@ -146,6 +186,39 @@ func inputBuffer(in *C.TRITONBACKEND_Input, name string, i uint32) ([]byte, erro
 		return nil, &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("input %s: %d bytes is too large", name, uint64(n))}
 	}
 	return unsafe.Slice((*byte)(p), int(n)), nil
+}
+
+// Requested reports whether the request lists the output. A failing
+// query counts as asked for: an output too many is safer than a missing
+// one.
+func (x *exchange) Requested(name string) bool {
+	var n C.uint32_t
+	if e := C.TRITONBACKEND_RequestOutputCount(x.req, &n); e != nil {
+		logIfError("TRITONBACKEND_RequestOutputCount", e)
+		return true
+	}
+	want := x.st.names.get(name)
+	for i := C.uint32_t(0); i < n; i++ {
+		var got *C.char
+		if e := C.TRITONBACKEND_RequestOutputName(x.req, i, &got); e != nil {
+			logIfError("TRITONBACKEND_RequestOutputName", e)
+			return true
+		}
+		if C.strcmp(got, want) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Cancelled reports whether the request's client cancelled it.
+func (x *exchange) Cancelled() bool {
+	var c C.bool
+	if e := C.TRITONBACKEND_RequestIsCancelled(x.req, &c); e != nil {
+		logIfError("TRITONBACKEND_RequestIsCancelled", e)
+		return false
+	}
+	return bool(c)
 }
 
 // Output adds an output to the response and returns its buffer, Triton's
@@ -222,5 +295,41 @@ func (x *exchange) output(name, dataType string, shape []int64, want C.TRITONSER
 	if size == 0 {
 		return backend.Buffer{Host: []byte{}}, nil
 	}
-	return backend.Buffer{Host: unsafe.Slice((*byte)(p), size)}, nil
+	host := unsafe.Slice((*byte)(p), size)
+	volatile, err := x.st.volatile(host)
+	if err != nil {
+		return backend.Buffer{}, &backend.Error{Code: backend.CodeInternal, Msg: fmt.Sprintf("output %s: %v", name, err)}
+	}
+	if !volatile {
+		return backend.Buffer{Host: host}, nil
+	}
+	// A client's system shared memory: the executor writes the arena, and
+	// send copies it over, a fault failing the request (see private). The
+	// load bounded a batch's outputs by max_batch_bytes.
+	staged := x.st.arena.take(size)
+	x.st.staged = append(x.st.staged, stagedOutput{x: x, name: name, dst: host, src: staged})
+	return backend.Buffer{Host: staged}, nil
+}
+
+// stagedOutput is an output bound for memory a client can take away,
+// written to src (the arena) and copied to dst when its response is sent.
+type stagedOutput struct {
+	x        *exchange
+	name     string
+	dst, src []byte
+}
+
+// deliverStaged copies x's staged outputs to where Triton placed them,
+// returning the first that cannot be written.
+func (x *exchange) deliverStaged() error {
+	for i := range x.st.staged {
+		o := &x.st.staged[i]
+		if o.x != x {
+			continue
+		}
+		if err := faultsafe.Copy(o.dst, o.src); err != nil {
+			return &backend.Error{Code: backend.CodeInvalidArg, Msg: fmt.Sprintf("output %s: %v", o.name, err)}
+		}
+	}
+	return nil
 }

@@ -69,8 +69,12 @@ func (st *instanceState) begin(creqs []*C.TRITONBACKEND_Request) error {
 		st.resps = make([]backend.Response, n)
 	}
 	st.exchanges, st.reqs, st.resps = st.exchanges[:n], st.reqs[:n], st.resps[:n]
-	// The previous batch's inputs are no longer in use.
+	// The previous batch's inputs are no longer in use, and this batch's
+	// may lie in memory mapped since.
 	st.arena.reset()
+	st.mapsLoaded = false
+	clear(st.staged) // nothing of a released request stays reachable
+	st.staged = st.staged[:0]
 	for i, r := range creqs {
 		var resp *C.TRITONBACKEND_Response
 		if e := C.TRITONBACKEND_ResponseNew(&resp, r); e != nil {
@@ -143,6 +147,9 @@ func statusOf(errs []error, i int) error {
 // send sends the exchange's response, final, carrying err if there is one,
 // and reports whether the request succeeded.
 func (x *exchange) send(err error) bool {
+	if err == nil {
+		err = x.deliverStaged()
+	}
 	cerr := newTritonError(err)
 	sendErr := goError("TRITONBACKEND_ResponseSend",
 		C.TRITONBACKEND_ResponseSend(x.resp, C.TRITONSERVER_RESPONSE_COMPLETE_FINAL, cerr))

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/backend"
+	"github.com/sluice-dev/sluice/internal/faultsafe"
 )
 
 // instanceState is what a TRITONBACKEND_ModelInstance's state handle
@@ -34,6 +35,16 @@ type instanceState struct {
 	// maxInput bounds an input copied into the arena: the most a request
 	// of the model can hold.
 	maxInput int64
+
+	// The process's shared and file-backed mappings, read once per
+	// Execute (after every request of it was made, so after any shared
+	// memory its inputs lie in was mapped): inputs there are copied.
+	mapsMu     sync.Mutex
+	maps       faultsafe.Mappings
+	mapsLoaded bool
+	// Outputs the executor writes to the arena for memory that can vanish,
+	// copied over as each response is sent (exchange.deliverStaged).
+	staged []stagedOutput
 
 	// Reused per Execute; only the entry point's goroutine touches them.
 	exchanges []exchange
@@ -171,4 +182,18 @@ func (n *cNames) free() {
 		C.free(unsafe.Pointer(p))
 		delete(n.m, name)
 	}
+}
+
+// volatile reports whether b lies in memory a client can take away
+// (faultsafe.Mappings), reading the mappings on the Execute's first call.
+func (st *instanceState) volatile(b []byte) (bool, error) {
+	st.mapsMu.Lock()
+	defer st.mapsMu.Unlock()
+	if !st.mapsLoaded {
+		if err := st.maps.Load(); err != nil {
+			return false, fmt.Errorf("reading the process's memory mappings: %w", err)
+		}
+		st.mapsLoaded = true
+	}
+	return st.maps.Volatile(uintptr(unsafe.Pointer(unsafe.SliceData(b))), len(b)), nil
 }

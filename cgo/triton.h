@@ -231,6 +231,16 @@ SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_InputBuffer(
     TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
     uint64_t* buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
     int64_t* memory_type_id);
+// The outputs the request asks for: every output of the model when the
+// client named none. A name lives as long as the request.
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(
+    TRITONBACKEND_Request* request, uint32_t* count);
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(
+    TRITONBACKEND_Request* request, const uint32_t index,
+    const char** output_name);
+// Whether the request's client cancelled it (backend API 1.16 on).
+SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(
+    TRITONBACKEND_Request* request, bool* is_cancelled);
 SLUICE_TRITON_API TRITONSERVER_Error* TRITONBACKEND_RequestRelease(
     TRITONBACKEND_Request* request, uint32_t release_flags);
 

@@ -78,11 +78,17 @@ type DevSpan struct {
 // when Dev is not 0, device memory at address Dev on GPU Device. A GPU
 // executor writes its own GPU's memory in place and another GPU's through
 // a copy (Stats.CrossDevice); the CPU executor writes host memory only.
+// The zero Dest (Discarded) is an output nobody asked for: the executor
+// writes it nowhere, and skips the work that only it needs.
 type Dest struct {
 	Host   []byte
 	Dev    uintptr
 	Device int
 }
+
+// Discarded reports whether d is the zero Dest: the sample of this output
+// is not wanted.
+func (d Dest) Discarded() bool { return d.Host == nil && d.Dev == 0 }
 
 // Step is a timed part of an executor's work, named by the pipeline
 // nodes it runs: one node, or several fused into one call (the CPU's
@@ -94,8 +100,8 @@ type Step struct {
 
 // CheckCall checks a RunInto call's shape for an executor of prog whose
 // outputs take sampleBytes[o] bytes a sample: n destinations per output,
-// host ones of exactly that size (device ones only where device), n error
-// slots, and none or n budgets.
+// host ones of exactly that size (device ones only where device) or
+// discarded ones, n error slots, and none or n budgets.
 func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []error, budgets []*ops.Budget, n int, device bool) error {
 	if len(dst) != len(sampleBytes) {
 		return fmt.Errorf("got %d outputs, the pipeline has %d", len(dst), len(sampleBytes))
@@ -111,6 +117,7 @@ func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []
 				return fmt.Errorf("output %s, sample %d: a device destination; this executor writes host memory", name, s)
 			case d[s].Dev != 0 && d[s].Device < 0:
 				return fmt.Errorf("output %s, sample %d: device destination on GPU %d", name, s, d[s].Device)
+			case d[s].Discarded():
 			case d[s].Dev == 0 && len(d[s].Host) != sampleBytes[o]:
 				return fmt.Errorf("output %s, sample %d: host buffer of %d bytes, want %d", name, s, len(d[s].Host), sampleBytes[o])
 			}

@@ -24,6 +24,7 @@ import (
 type CPU struct {
 	prog        *pipeline.Compiled
 	steps       []step
+	needs       [][]bool // per output, the steps it depends on (plan.go)
 	limits      ops.Limits
 	workers     []*worker
 	jobs        chan *batch
@@ -57,6 +58,7 @@ func New(prog *pipeline.Compiled, opt Options) (*CPU, error) {
 		e.sampleBytes = append(e.sampleBytes, o.Spec.Elems()*o.Spec.DType.Size())
 	}
 	e.steps = plan(prog)
+	e.needs = needs(prog, e.steps)
 	for range n {
 		w, err := newWorker(prog, e.steps, lim)
 		if err != nil {
@@ -302,13 +304,19 @@ func (e *CPU) runSample(w *worker, b *batch, s int) (err error) {
 		}
 	}
 	for o, out := range e.prog.Outputs {
-		w.bind(out.Ref, b.dst[o][s].Host)
+		if !b.dst[o][s].Discarded() {
+			w.bind(out.Ref, b.dst[o][s].Host)
+		}
 	}
 	for i := range w.ctx {
 		w.ctx[i].Budget = budget
 	}
+	skip := w.unwanted(e, b.dst, s)
 	t0 := time.Now()
 	for i := range e.steps {
+		if skip != nil && skip[i] {
+			continue
+		}
 		st := &e.steps[i]
 		node = st.Name
 		err := st.op.Run(&w.ctx[i], w.in[i], w.out[i])
@@ -429,6 +437,33 @@ func (w *worker) applyCount(j, k int) error {
 	return nil
 }
 
+// unwanted returns the steps sample s need not run because only outputs
+// nobody asked for depend on them, or nil when every output is wanted.
+func (w *worker) unwanted(e *CPU, dst [][]Dest, s int) []bool {
+	all := true
+	for o := range dst {
+		all = all && !dst[o][s].Discarded()
+	}
+	if all {
+		return nil
+	}
+	w.skip = grow(w.skip, len(e.steps))
+	for i := range w.skip {
+		w.skip[i] = true
+	}
+	for o := range dst {
+		if dst[o][s].Discarded() {
+			continue
+		}
+		for i, need := range e.needs[o] {
+			if need {
+				w.skip[i] = false
+			}
+		}
+	}
+	return w.skip
+}
+
 // worker owns one set of tensors and operator states.
 type worker struct {
 	inputs []ops.Tensor    // pipeline inputs, pointing at the request bytes
@@ -439,6 +474,7 @@ type worker struct {
 	ctx    []ops.Ctx       // per step
 	nanos  []atomic.Int64  // per step: time spent, read by Stats
 	bound  []*ops.Tensor   // tensors bound to output destinations this sample
+	skip   []bool          // per step: not run for this sample (unwanted)
 }
 
 func newWorker(prog *pipeline.Compiled, steps []step, lim ops.Limits) (*worker, error) {

@@ -445,3 +445,38 @@ func TestLargeImagesReleased(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscardedOutputs: a discarded destination is written nowhere, and
+// the steps only it needs do not run; the wanted output is the full run's.
+func TestDiscardedOutputs(t *testing.T) {
+	e := newExec(t, 1)
+	img := testimg.JPEG(64, 48, 1)
+	full, err := e.Run([][][]byte{{img}})
+	if err != nil || full.Errs[0] != nil {
+		t.Fatal(err, full.Errs)
+	}
+	want := slices.Clone(full.Outputs[1].Data)
+	var before Stats
+	e.Stats(&before)
+	small := make([]byte, e.SampleBytes(1))
+	dst := [][]Dest{{{}}, {{Host: small}}}
+	errs := make([]error, 1)
+	if err := e.RunInto([][][]byte{{img}}, dst, errs, nil); err != nil || errs[0] != nil {
+		t.Fatal(err, errs[0])
+	}
+	if !bytes.Equal(small, want) {
+		t.Error("SMALL differs from the full run's")
+	}
+	var after Stats
+	e.Stats(&after)
+	for i, s := range e.Steps() {
+		ran := after.StepNanos[i] > before.StepNanos[i]
+		if wantRun := s.Name != "normalize"; ran != wantRun {
+			t.Errorf("step %s ran %v, want %v (only PIXELS needs normalize)", s.Name, ran, wantRun)
+		}
+	}
+	// Every output discarded is a valid call too.
+	if err := e.RunInto([][][]byte{{img}}, [][]Dest{{{}}, {{}}}, errs, nil); err != nil || errs[0] != nil {
+		t.Fatal(err, errs[0])
+	}
+}

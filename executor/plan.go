@@ -94,3 +94,33 @@ func onlyConsumer(steps []step, node int) (int, int) {
 	}
 	return found, port
 }
+
+// needs returns, per pipeline output, the steps its value depends on
+// (needs[o][i]: step i), so that a sample whose other outputs are not
+// wanted runs only those.
+func needs(prog *pipeline.Compiled, steps []step) [][]bool {
+	writer := make(map[int]int, len(steps)) // node -> the step that writes it
+	for i, s := range steps {
+		writer[s.node] = i
+	}
+	out := make([][]bool, len(prog.Outputs))
+	for o, po := range prog.Outputs {
+		need := make([]bool, len(steps))
+		var visit func(node int)
+		visit = func(node int) {
+			i, ok := writer[node]
+			if !ok || need[i] {
+				return
+			}
+			need[i] = true
+			for _, r := range steps[i].in {
+				if r.Node != pipeline.InputRef {
+					visit(r.Node)
+				}
+			}
+		}
+		visit(po.Ref.Node)
+		out[o] = need
+	}
+	return out
+}

@@ -86,9 +86,12 @@ func (z *parser) bindSide(k int, st *stage, dst [][]Dest, s int, block []byte) [
 		if out < 0 {
 			continue
 		}
-		if d := dst[out][s]; d.Dev == 0 {
+		switch d := dst[out][s]; {
+		case d.Discarded():
+			// Computed beside the image, written nowhere.
+		case d.Dev == 0:
 			z.side[k][p].Bind(d.Host)
-		} else {
+		default:
 			z.side[k][p].Bind(block[st.at[p] : st.at[p]+st.size[p]])
 		}
 	}

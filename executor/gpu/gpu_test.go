@@ -764,6 +764,45 @@ func TestGPUDestinations(t *testing.T) {
 	}
 }
 
+// An output nobody asked for (a discarded Dest) is written nowhere, the
+// image output or a side output; the others are what a full run gives.
+func TestGPUDiscardedOutputs(t *testing.T) {
+	gputest.Require(t)
+	g, err := New(compile(t, fmt.Sprintf(letterbox, "linear", "FP32")), executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	imgs := [][]byte{testimg.JPEG(640, 480, 1), testimg.JPEG(300, 500, 2)}
+	refOut, _ := hostRun(t, g, imgs)
+	n := len(imgs)
+	for keep := range 3 {
+		dst := make([][]Dest, 3)
+		host := make([]byte, n*g.SampleBytes(keep))
+		for i := range dst {
+			dst[i] = make([]Dest, n)
+			if i == keep {
+				for s := range n {
+					sz := g.SampleBytes(i)
+					dst[i][s].Host = host[s*sz : (s+1)*sz]
+				}
+			}
+		}
+		errs := make([]error, n)
+		if err := g.RunInto([][][]byte{imgs}, dst, errs, nil); err != nil {
+			t.Fatal(err)
+		}
+		for s, err := range errs {
+			if err != nil {
+				t.Fatalf("output %d kept, sample %d: %v", keep, s, err)
+			}
+		}
+		if !slices.Equal(host, refOut[keep]) {
+			t.Errorf("output %d alone differs from the full run", keep)
+		}
+	}
+}
+
 // A large image's scratch stays with its CPU worker while batches keep
 // coming, and goes once the GPU's decoders have been idle for idleRelease.
 func TestGPUIdleSweep(t *testing.T) {

@@ -29,6 +29,7 @@ node { op: "crop_boxes" input: ["decode", "BOXES"] arg { name: "size" ints { v: 
 node { op: "normalize" %s }
 output { name: "CROPS" }
 output { name: "N" source: "crop_boxes:count" }
+output { name: "SAMPLED" source: "crop_boxes:boxes" }
 `
 
 func f32Rows(rows ...[4]float32) []byte {
@@ -118,7 +119,7 @@ func matchBoxes(t *testing.T, tc *testCorpus, text string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := [][]byte{slices.Clone(res.Outputs[0].Data), slices.Clone(res.Outputs[1].Data)}
+		want := [][]byte{slices.Clone(res.Outputs[0].Data), slices.Clone(res.Outputs[1].Data), slices.Clone(res.Outputs[2].Data)}
 		wantErrs := slices.Clone(res.Errs)
 		got, err := g.Run(in)
 		if err != nil {
@@ -141,6 +142,9 @@ func matchBoxes(t *testing.T, tc *testCorpus, text string) {
 			}
 			if gn, wn := got.Outputs[1].Data[4*s:4*s+4], want[1][4*s:4*s+4]; !slices.Equal(gn, wn) {
 				t.Errorf("%s: count %v, CPU %v", f, gn, wn)
+			}
+			if sz := g.SampleBytes(2); !slices.Equal(got.Outputs[2].Data[s*sz:(s+1)*sz], want[2][s*sz:(s+1)*sz]) {
+				t.Errorf("%s: the boxes sampled differ from the CPU's", f)
 			}
 			for k := range max {
 				at := s*g.SampleBytes(0) + k*row

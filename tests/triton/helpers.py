@@ -1,6 +1,8 @@
 """Helpers shared by the tests against a real tritonserver (see conftest.py)."""
 
+import http.client
 import io
+import json
 import pathlib
 import re
 import sys
@@ -177,6 +179,26 @@ class GrpcBurst:
             )
         assert done.wait(timeout + 30), f"{left[0]} of {len(inputs_list)} requests unanswered"
         return results
+
+
+def post_infer(s, model, header, binary=b"", header_length=None):
+    """A raw HTTP inference request: (status, parsed JSON error or body)."""
+    head = json.dumps(header).encode() if isinstance(header, dict) else header
+    body = head + binary
+    headers = {"Content-Type": "application/octet-stream"}
+    if binary or header_length is not None:
+        headers["Inference-Header-Content-Length"] = str(len(head) if header_length is None else header_length)
+    conn = http.client.HTTPConnection(s.host, s.http_port, timeout=TIMEOUT_S)
+    try:
+        conn.request("POST", f"/v2/models/{model}/infer", body, headers)
+        r = conn.getresponse()
+        raw = r.read()
+    finally:
+        conn.close()
+    try:
+        return r.status, json.loads(raw)
+    except ValueError:
+        return r.status, {"raw": raw[:200]}
 
 
 def batch_sizes(client, model):

@@ -54,22 +54,44 @@ def detector():
     return mod.boxes
 
 
-def pillow_crop(im, row):
-    """A relative box's crop as Pillow makes it, normalized as the pipeline
-    does (in float64, then float32), CHW; None when the box is unused."""
+def clipped(im, row):
+    """A relative box in the image's pixels, clipped to it (Sluice's rule);
+    None when the box is unused."""
     if np.isnan(row).any():
         return None
     w, h = im.size
     x1, y1, x2, y2 = (float(v) * s for v, s in zip(row, (w, h, w, h)))
-    box = (max(x1, 0), max(y1, 0), min(x2, w), min(y2, h))  # Sluice's clipping rule
+    return (max(x1, 0), max(y1, 0), min(x2, w), min(y2, h))
+
+
+def pillow_crop(im, row):
+    """A relative box's crop as Pillow makes it, normalized as the pipeline
+    does (in float64, then float32), CHW; None when the box is unused."""
+    box = clipped(im, row)
+    if box is None:
+        return None
     px = np.asarray(im.resize((224, 224), Image.BILINEAR, box=box), dtype=np.float64)
     return ((px * SCALE - MEAN) / STD).astype(np.float32).transpose(2, 0, 1)
 
 
-def check_crops(im, boxes, count, crops, num, where):
-    """Crops and their count against Pillow's; returns the largest difference."""
+def sampled_boxes(im, boxes, count):
+    """The CROP_BOXES a request's boxes and count must give: each used box
+    clipped, in pixels, as float32; NaN rows for the others."""
+    want = np.full((MAX, 4), np.nan, dtype=np.float32)
+    for k in range(min(count, MAX)):
+        box = clipped(im, boxes[k])
+        if box is not None:
+            want[k] = box
+    return want
+
+
+def check_crops(im, boxes, count, crops, num, where, crop_boxes=None):
+    """Crops, their count and (when given) their boxes against Pillow's;
+    returns the largest difference of the crops."""
     used = [k for k in range(MAX) if k < count and not np.isnan(boxes[k]).any()]
     assert int(num) == len(used), f"{where}: NUM_CROPS {num}, want {len(used)}"
+    if crop_boxes is not None:
+        np.testing.assert_array_equal(crop_boxes, sampled_boxes(im, boxes, count), err_msg=f"{where}: CROP_BOXES")
     worst = 0.0
     for k in range(MAX):
         if k not in used:
@@ -120,7 +142,11 @@ def test_config_completed(crops_server):
     ins = {i["name"]: (i["data_type"], [int(d) for d in i["dims"]]) for i in cfg["input"]}
     outs = {o["name"]: (o["data_type"], [int(d) for d in o["dims"]]) for o in cfg["output"]}
     assert ins == {"IMAGE": ("TYPE_UINT8", [-1]), "BOXES": ("TYPE_FP32", [8, 4]), "COUNT": ("TYPE_INT32", [1])}, ins
-    assert outs == {"CROPS": ("TYPE_FP32", [8, 3, 224, 224]), "NUM_CROPS": ("TYPE_INT32", [1])}, outs
+    assert outs == {
+        "CROPS": ("TYPE_FP32", [8, 3, 224, 224]),
+        "NUM_CROPS": ("TYPE_INT32", [1]),
+        "CROP_BOXES": ("TYPE_FP32", [8, 4]),
+    }, outs
     s.http.unload_model(name)
 
 
@@ -139,9 +165,10 @@ def test_crops_equal_pillow(crops_server, photos, proto):
         boxes = random_boxes(rng, 5)
         count = 4 if i % 2 else MAX  # a count cuts the fifth box off
         out = infer(client, mod, CROPS, [uint8_input(mod, read_bytes(p)), *box_inputs(mod, boxes[None], [count])],
-                    outputs=("CROPS", "NUM_CROPS"))  # fmt: skip
+                    outputs=("CROPS", "NUM_CROPS", "CROP_BOXES"))  # fmt: skip
         assert out["CROPS"].shape == (1, MAX, 3, 224, 224) and out["NUM_CROPS"].shape == (1, 1)
-        worst = max(worst, check_crops(rgb(p), boxes, count, out["CROPS"][0], out["NUM_CROPS"][0, 0], p.name))
+        worst = max(worst, check_crops(rgb(p), boxes, count, out["CROPS"][0], out["NUM_CROPS"][0, 0], p.name,
+                                       out["CROP_BOXES"][0]))  # fmt: skip
         n += 1
     assert worst == 0, f"crops differ from Pillow's by up to {worst}"
 
@@ -199,21 +226,21 @@ def test_bad_boxes_refused(crops_server, photos, normal, proto):
 @pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
 def test_ensemble_crops(crops_server, photos, proto):
     """IMAGE → detector_standin → preprocess_crops → classifier_crops: the
-    ensemble's BOXES are the stand-in detector's for those bytes, its CROPS
-    Pillow's crops of them, and its SCORES the classifier stand-in's scores
-    of those crops (the classifier model served on them), zeros for unused
-    rows."""
+    ensemble's BOXES are the stand-in detector's boxes for those bytes as
+    Sluice sampled them (clipped, in pixels), NUM_CROPS their count, and its
+    SCORES the classifier stand-in's scores (the classifier model served on
+    them) of Pillow's crops of them, zeros for unused rows."""
     client, mod = client_of(crops_server, proto)
     boxes_of = detector()
     for p in photo_set(photos)[:5]:
         data = read_bytes(p)
-        out = infer(client, mod, ENSEMBLE, [uint8_input(mod, data)], outputs=("SCORES", "BOXES", "CROPS", "NUM_CROPS"))
-        want_boxes, count = boxes_of(data.tobytes())
-        np.testing.assert_array_equal(out["BOXES"][0], want_boxes, err_msg=p.name)
+        out = infer(client, mod, ENSEMBLE, [uint8_input(mod, data)], outputs=("SCORES", "BOXES", "NUM_CROPS"))
+        boxes, count = boxes_of(data.tobytes())
+        crops = infer(client, mod, CROPS, [uint8_input(mod, data), *box_inputs(mod, boxes[None], [count])],
+                      outputs=("CROPS",))["CROPS"][0]  # fmt: skip
         n = int(out["NUM_CROPS"][0, 0])
         assert n == count, f"{p.name}: {n} crops, the detector gave {count} boxes"
-        assert check_crops(rgb(p), want_boxes, count, out["CROPS"][0], n, p.name) == 0
-        crops = out["CROPS"][0]
+        assert check_crops(rgb(p), boxes, count, crops, n, p.name, out["BOXES"][0]) == 0
         t = mod.InferInput("PIXELS", [n, 3, 224, 224], "FP32")
         t.set_data_from_numpy(np.ascontiguousarray(crops[:n]))
         want = infer(client, mod, "classifier", [t], outputs=("SCORES",))["SCORES"]

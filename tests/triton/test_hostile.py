@@ -8,8 +8,6 @@ Hostile configs (a static output of [3, 10000, 10000], max_batch_size
 2147483647) and memory after a burst of 8192x8192 PNGs are in
 test_budget.py; per-model image limits in test_oversized.py."""
 
-import http.client
-import json
 import time
 
 import grpc
@@ -30,6 +28,7 @@ from tests.triton.helpers import (
     grpcclient,
     infer,
     infer_one,
+    post_infer,
     synthetic_rgb,
     uint8_input,
 )
@@ -177,26 +176,6 @@ def test_dimension_and_png_bombs(srv, normal):
 
 
 # ------------------------------------------------------------------ malformed requests (raw HTTP and gRPC)
-
-
-def post_infer(s, model, header, binary=b"", header_length=None):
-    """A raw HTTP inference request: (status, parsed JSON error or body)."""
-    head = json.dumps(header).encode() if isinstance(header, dict) else header
-    body = head + binary
-    headers = {"Content-Type": "application/octet-stream"}
-    if binary or header_length is not None:
-        headers["Inference-Header-Content-Length"] = str(len(head) if header_length is None else header_length)
-    conn = http.client.HTTPConnection(s.host, s.http_port, timeout=60)
-    try:
-        conn.request("POST", f"/v2/models/{model}/infer", body, headers)
-        r = conn.getresponse()
-        raw = r.read()
-    finally:
-        conn.close()
-    try:
-        return r.status, json.loads(raw)
-    except ValueError:
-        return r.status, {"raw": raw[:200]}
 
 
 def binary_header(shape, size, datatype="UINT8"):
