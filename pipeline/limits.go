@@ -9,14 +9,16 @@ import (
 // Bounds on a definition's sizes, far above any real pipeline (the
 // examples in model_repository/ and docs/pipelines.md have at most 5
 // nodes, 3 inputs, 3 outputs, 4 arguments a node, 3 values a list and
-// names of 20 bytes) and checked before any stage works per element:
-// MaxSize alone lets through a file of 50,000 outputs, which took 52 s of
-// CPU to load, and each further stage, Triton's config and the server's
-// log grow with these counts.
+// names of 20 bytes; a pipeline that serves one image at every size a
+// family of models takes, as tests/test_opencv_linear.py's does, about
+// 100 nodes and 70 outputs) and checked before any stage works per
+// element: MaxSize alone lets through a file of 50,000 outputs, which
+// took 52 s of CPU to load, and each further stage, Triton's config and
+// the server's log grow with these counts.
 const (
-	MaxInputs  = 64  // pipeline inputs
-	MaxNodes   = 256 // nodes
-	MaxOutputs = 64  // pipeline outputs
+	MaxInputs  = 64   // pipeline inputs
+	MaxNodes   = 1024 // nodes
+	MaxOutputs = 256  // pipeline outputs
 	// MaxList bounds every list inside one element: a node's input
 	// references (operators have at most 2 ports) and arguments, the
 	// values of an ints or floats argument, an output's dims.

@@ -29,7 +29,7 @@ REFUSED_LOAD_S = 5.0
 # A load error's length: a few lines of Sluice's message and Triton's
 # prefix. The 1 MB value came back whole before.
 MAX_ERROR_BYTES = 4096
-MAX_OUTPUTS = 64  # pipeline.MaxOutputs
+MAX_OUTPUTS = 256  # pipeline.MaxOutputs
 
 IMAGENET_CONFIG = """\
 name: "{name}"
