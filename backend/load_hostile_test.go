@@ -174,7 +174,7 @@ func TestPipelineFileNotRegular(t *testing.T) {
 		fifo(t, p)
 		wantError(t, loadWithin(t, dir, goodConfig, p), CodeInvalidArg, p, "named pipe")
 	})
-	// /dev/null through a link: outside the folder, refused as before.
+	// /dev/null through a link: outside the folder, so refused.
 	t.Run("device", func(t *testing.T) {
 		dir := modelDir(t, map[string][]byte{"README": nil})
 		p := filepath.Join(dir, "1", TextFile)

@@ -57,8 +57,8 @@ var clockEpoch = time.Now()
 func monotonicNow() uint64 { return uint64(time.Since(clockEpoch)) + 1 }
 
 // Causes lists the failure causes BatchStats.Failures counts, in its index
-// order: every ops.Cause an operator reports. A cause not listed (none
-// today) counts as the last, ops.BadInput.
+// order: every ops.Cause an operator reports. A cause missing from the
+// list would count as the last, ops.BadInput.
 var Causes = [...]ops.Cause{ops.Truncated, ops.NotImage, ops.Corrupt, ops.Unsupported, ops.TooLarge, ops.Cancelled, ops.BadInput}
 
 // ImageStats counts what one Execute's pipeline run did with its images,

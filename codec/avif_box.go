@@ -7,11 +7,9 @@ import (
 
 // ISOBMFF box reading for AVIF (ISO/IEC 14496-12 section 4.2). Every read
 // is checked against the bytes at hand: a box never reaches past its
-// parent, and nothing is allocated from a size field.
-
-// avifMaxDepth caps box nesting; AVIF's deepest path (meta/iprp/ipco/prop)
-// is 4 deep.
-const avifMaxDepth = 8
+// parent, and nothing is allocated from a size field. Boxes are read along
+// fixed paths, never recursively (the deepest, meta/iprp/ipco/prop, is 4
+// deep), so nesting needs no cap of its own.
 
 // bmffBox is one box: its type and its payload (after the header).
 type bmffBox struct {

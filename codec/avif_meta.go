@@ -451,16 +451,6 @@ func (m *avifMeta) prop(it *avifItem, typ string) []byte {
 	return nil
 }
 
-// hasProp reports whether the item has a property of type typ.
-func (m *avifMeta) hasProp(it *avifItem, typ string) bool {
-	for _, i := range it.props {
-		if m.props[i-1].typ == typ {
-			return true
-		}
-	}
-	return false
-}
-
 // parts is the item's bytes as slices of src or idat, one an extent,
 // without copying, and their total. Zero-length extents add nothing, as
 // in libavif (ISO BMFF's "to the end" reading would let one extent name

@@ -118,12 +118,6 @@ func av1Scan(parts [][]byte, total int) (info av1Info, ok bool) {
 	return info, true
 }
 
-// av1FrameCount counts the frame headers in contiguous AV1 data.
-func av1FrameCount(b []byte) (n int, ok bool) {
-	info, ok := av1Scan([][]byte{b}, len(b))
-	return info.frames, ok
-}
-
 // leb128 reads an unsigned LEB128 (section 4.10.5) of at most 8 bytes;
 // k is the bytes read, 0 when malformed.
 func leb128(b []byte) (v uint64, k int) {

@@ -36,8 +36,9 @@ const (
 // stand for in a w-wide image: a 4-byte delta code skips up to 255 pixels
 // right and 255 rows up (end-of-line and runs do less a byte), so no legal
 // array is shorter. A forged header over a few bytes cannot claim more.
-// (The bound used to be 1,024 pixels a byte, which refused legal files
-// that skip blank areas with end-of-line and delta codes.)
+// The bound is that loose because legal files skip blank areas with
+// end-of-line and delta codes, which a bound of so many pixels a byte,
+// whatever the width, refuses.
 func rleMaxPixels(n, w int64) int64 { return (n/4 + 1) * 255 * (w + 1) }
 
 func init() {

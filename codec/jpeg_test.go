@@ -413,8 +413,9 @@ func TestDecodeJPEGWarnings(t *testing.T) {
 	_, err := Decode(garbleScan(src), Options{})
 	wantCause(t, err, Corrupt)
 
-	// A harmless warning no longer hides a later harmful one (TurboJPEG
-	// reported only the first warning, and the garbled image was taken).
+	// A harmless warning does not hide a later harmful one: TurboJPEG
+	// reports only the first warning, which alone would let the garbled
+	// image through.
 	sos := bytes.LastIndex(src, []byte{0xFF, mSOS})
 	junkFirst := append(append(append([]byte{}, src[:sos]...), 0x01, 0x02), garbleScan(src)[sos:]...)
 	_, err = Decode(junkFirst, Options{})

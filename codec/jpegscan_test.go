@@ -60,7 +60,7 @@ func TestJPEGScanLimit(t *testing.T) {
 	}
 }
 
-// TestJPEGWorkBudget: many scans over a large frame (the file of the issue:
+// TestJPEGWorkBudget: many scans over a large frame (a crafted file of
 // 8192×8192, 499 scans, 190 KB, 11 s to decode) are refused from the
 // headers, before anything is allocated for the image; the budget scales
 // with the pixel limit, and files within it decode.
@@ -104,9 +104,9 @@ func TestJPEGWorkBudget(t *testing.T) {
 }
 
 // TestJPEGRefinementWork: refinement scans are priced by their band (64
-// units a block plus 3 a coefficient), so the file of the issue, a DC scan
-// and 94 refinements of 1..63 over 8192×8192 (143 kB, 7.75 s to decode
-// and then refused as corrupt when they cost 64 units a block), is now
+// units a block plus 3 a coefficient), so a crafted file of a DC scan and
+// 94 refinements of 1..63 over 8192×8192 (143 kB, 7.75 s to decode before
+// libjpeg refuses it as corrupt; 64 units a block would let it through) is
 // over the work limit from its headers; so many refinements of one
 // coefficient fit.
 func TestJPEGRefinementWork(t *testing.T) {

@@ -63,8 +63,6 @@ func (p pnmInfo) channels() int {
 	return 1
 }
 
-func (p pnmInfo) plain() bool { return p.kind <= '3' }
-
 // pnmDecoder keeps its row and its sample lookup table between images.
 type pnmDecoder struct {
 	info   pnmInfo

@@ -179,9 +179,14 @@ type Options struct {
 	// default. A batch that needs more runs in parts; an image that
 	// alone needs more fails.
 	MemoryCap int64
-	// HWShare is the share of hardware-decodable JPEGs sent to the GPU's
-	// JPEG engines, the rest going to nvJPEG's decoupled decoder on the
-	// CPU workers; negative means the executor's default.
+	// HWShare is the share of hardware-decodable JPEGs, by their pixels,
+	// sent to the GPU's JPEG engines; the rest take the route the GPU
+	// executor gave them at parse: the coefficient route on its CPU
+	// workers (Sluice's entropy decoding there, the IDCT on the GPU) for
+	// those of up to a megapixel; for larger ones nvJPEG's decoupled
+	// decoder, or its batched GPU hybrid decoder where nvJPEG lacks the
+	// decoupled one. 0 sends none to the engines; negative means the
+	// executor's default.
 	HWShare float64
 }
 

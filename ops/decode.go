@@ -29,7 +29,7 @@ func init() {
 			{Name: "dct_scale", Type: BoolArg, Default: BoolVal(false),
 				Doc: "let a resize or letterbox consumer make JPEGs decode at a reduced DCT scale: faster on large JPEGs, not bit-exact with Pillow"},
 			// No default: absent means alpha is dropped (or kept by RGBA
-			// and BGRA), as before.
+			// and BGRA), as Pillow's convert does, not composited.
 			{Name: "background", Type: IntsArg, Lens: []int{3}, Min: 0, Max: 255,
 				Doc: "[r, g, b]: composite an image with alpha onto this opaque colour, bit-exact with Pillow's " +
 					"Image.alpha_composite(Image.new(\"RGBA\", size, background), im.convert(\"RGBA\")).convert(\"RGB\") " +
@@ -56,7 +56,7 @@ type decodeOp struct {
 	color        Color
 	orient       bool
 	dctScale     bool
-	bg           *[3]byte // background: flatten alpha onto it; nil keeps today's conversion
+	bg           *[3]byte // background: flatten alpha onto it; nil: drop alpha (or keep it for RGBA, BGRA)
 	cmyk         codec.CMYKRule
 	fastUpsample bool  // jpeg_fancy_upsampling false: replicate chroma
 	sizer        Sizer // the only consumer, when it sizes from the input alone
@@ -207,7 +207,7 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 // and 1/2 whose oriented size still covers 1.5 times the consumer's
 // output size in both dimensions (8, full size, when none does).
 //
-// Measured on the corpus (ImageNet pipeline, 2026-11-29): the other
+// Measured on the corpus with the ImageNet pipeline: the other
 // factors (3/8, 5/8, 6/8, 7/8) use libjpeg-turbo's plain-C scaled IDCTs,
 // which made the whole pipeline slower than full decode, and at a margin
 // of 1 they moved outputs by up to 13 levels of 255 on noisy photos. Powers

@@ -73,15 +73,6 @@ func gradient(h, w, c int) *Tensor {
 	return newImage(h, w, c, func(y, x, ch int) byte { return byte((y*255/max(h-1, 1) + x*255/max(w-1, 1) + 60*ch) / 2) })
 }
 
-func checker(h, w, c, cell int) *Tensor {
-	return newImage(h, w, c, func(y, x, ch int) byte {
-		if (y/cell+x/cell)%2 == 0 {
-			return 255
-		}
-		return 0
-	})
-}
-
 // runner runs an operator with its own state and reused output tensors,
 // as an executor worker does.
 type runner struct {

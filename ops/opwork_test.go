@@ -84,8 +84,8 @@ func nanRows(n int) [][4]float32 {
 
 // TestResamplersOverWorkLimit: resize, the fused resize+crop and
 // letterbox refuse an image whose resampling is over max_image_work,
-// naming themselves and the limit, before writing any output; under it
-// they run as before.
+// naming themselves and the limit, before writing any output; at the
+// default limits they run.
 func TestResamplersOverWorkLimit(t *testing.T) {
 	img := randImage(rand.New(rand.NewPCG(3, 4)), 300, 400, 3)
 	lim := DefaultLimits

@@ -148,15 +148,11 @@ func pillowResampleBox(src []byte, sh, sw, c, dh, dw int, b [4]float32, filter s
 	return vpass(horizontal(src, sh, sw, dw), sh, dw, dh)
 }
 
-// pillowNearest is Pillow's NEAREST resize (ImagingScaleAffine): the source
-// coordinate of output pixel i starts at half a step and grows by one step,
-// in = out × step, added up in double precision, then truncated.
-func pillowNearest(src []byte, sh, sw, c, dh, dw int) []byte {
-	return pillowNearestBox(src, sh, sw, c, dh, dw, [4]float32{0, 0, float32(sw), float32(sh)})
-}
-
-// pillowNearestBox is NEAREST with a box (_imaging.c's resize: an affine
-// scale of step (x2-x1)/out, in float32 then double, from x1 + step/2).
+// pillowNearestBox is Pillow's NEAREST resize with a box (_imaging.c's
+// resize, ImagingScaleAffine: an affine scale of step (x2-x1)/out, in
+// float32 then double; the source coordinate of output pixel i starts at
+// x1 + step/2 and grows by one step, added up in double precision, then
+// truncated).
 func pillowNearestBox(src []byte, sh, sw, c, dh, dw int, b [4]float32) []byte {
 	coords := func(in, out int, lo, hi float32) []int {
 		step := float64(hi-lo) / float64(out)

@@ -188,16 +188,11 @@ type simdLayout struct {
 	w    []int32
 }
 
-// build fills the table, following Pillow's precompute_coeffs and
-// normalize_coeffs_8bpc operation for operation so that weights match.
-func (t *axisTable) build(in, out int, f interp, aa bool) {
-	t.buildBox(in, 0, float32(in), out, f, aa)
-}
-
-// buildBox is build for the span lo..hi of the in input pixels, as
-// Pillow's precompute_coeffs with a resize box: the scale is the span's
-// (its float32 width, as Pillow subtracts the float box edges) and the
-// centres start at lo.
+// buildBox fills the table for the span lo..hi of the in input pixels
+// (0..in for the whole axis), following Pillow's precompute_coeffs with a
+// resize box and normalize_coeffs_8bpc operation for operation so that
+// weights match: the scale is the span's (its float32 width, as Pillow
+// subtracts the float box edges) and the centres start at lo.
 func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool) {
 	t.in, t.out, t.f, t.aa, t.lo, t.hi = in, out, f, aa, lo, hi
 	t.hw.kind, t.vw.kind = 0, 0

@@ -111,6 +111,9 @@ func TestArgConversion(t *testing.T) {
 	if v, err := ValueOf(&pipelinepb.Arg{Name: "x", Value: &pipelinepb.Arg_Ints{}}); err != nil || v.Type != ops.IntsArg || len(v.Ints) != 0 {
 		t.Errorf("ValueOf(ints with nil list) = %v, %v", v, err)
 	}
+	if v, err := ValueOf(Bool("x", true)); err != nil || v.Type != ops.BoolArg || !v.Bool {
+		t.Errorf("ValueOf(Bool) = %v, %v", v, err)
+	}
 }
 
 func TestRawArgs(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // family of models takes, as tests/test_opencv_linear.py's does, about
 // 100 nodes and 70 outputs) and checked before any stage works per
 // element: MaxSize alone lets through a file of 50,000 outputs, which
-// took 52 s of CPU to load, and each further stage, Triton's config and
+// takes 52 s of CPU to load, and each further stage, Triton's config and
 // the server's log grow with these counts.
 const (
 	MaxInputs  = 64   // pipeline inputs

@@ -174,7 +174,7 @@ func TestBadUsage(t *testing.T) {
 }
 
 // The model folders carry both forms of their pipeline; the compact one
-// must be what `make compact` makes of the text one today.
+// must be what `make compact` makes of the text one as committed.
 func TestCommittedCompactFormsAreFresh(t *testing.T) {
 	texts, _ := filepath.Glob(repoFile(t, "model_repository/*/1/pipeline.pbtxt"))
 	if len(texts) < 2 {

@@ -149,7 +149,7 @@ var maxSrcs = 64 << 20
 
 // growSrcs readies the pinned memory the parsers copy the batch's JPEGs to
 // (stageSrc): enough for every input; none over maxSrcs or when pinning
-// fails, and the lanes copy them as before.
+// fails, and then the lanes copy the JPEGs themselves.
 func (e *Executor) growSrcs(b *batch) {
 	total := 0
 	for _, src := range b.in {
@@ -286,15 +286,16 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		case smp.failed, smp.path == PathDevice: // nothing to decode or copy
 		case smp.hw && e.hw != nil: // split below between the engines and its route
 			hwList = append(hwList, s)
-		case smp.path == PathCPU, smp.path == PathCPUHuffman, smp.path == PathCoefficients, smp.path == PathInput:
+		case smp.path == PathCPU, smp.path == PathNvjpegCPUHuffman, smp.path == PathSluiceCoefficients, smp.path == PathInput:
 			cpuList = append(cpuList, s)
 		default:
 			hyList = append(hyList, s)
 		}
 	}
 	// With the shared queue, the CPU workers take from the engines' JPEGs
-	// on a route of theirs (decoupled); without that route, the batched
-	// hybrid decoder takes what the plan leaves.
+	// on a route of theirs (the coefficient route; nvJPEG's decoupled
+	// decoder over gpuHuffmanPixels), so the queue needs that decoder;
+	// without the queue, what the plan leaves takes the route it was given.
 	sp := e.split.plan(int(e.svc.busy.Load()), len(hwList))
 	steal := sp.queue > 0 && e.svc.huff != nil
 	if steal {
@@ -320,7 +321,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		// route or decoupled on the CPU workers, or the batched hybrid
 		// decoder without either.
 		for _, s := range hwList[planned:] {
-			if p := e.samples[s].path; p == PathCoefficients || p == PathCPUHuffman {
+			if p := e.samples[s].path; p == PathSluiceCoefficients || p == PathNvjpegCPUHuffman {
 				cpuList = append(cpuList, s)
 			} else {
 				hyList = append(hyList, s)
@@ -438,7 +439,7 @@ func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
 			}
 			return
 		}
-		if smp.path == PathCoefficients || smp.path == PathCPUHuffman {
+		if smp.path == PathSluiceCoefficients || smp.path == PathNvjpegCPUHuffman {
 			if took, err := w.decodeOwn(s, smp, e.mem.base, e.fused, e.chain.dec); took {
 				if err == nil {
 					if w.coef.full() {
@@ -489,8 +490,9 @@ func (e *Executor) noteRetry(n int, err error) {
 // parseAll runs fn for 0..n-1 on up to Workers threads, each with one of
 // the executor's parsers and its context current (nvJPEG's header calls
 // need it). A thread that cannot bind calls fn with a nil parser for what
-// is left. Each thread loops over the counter: a goroutine a JPEG, binding
-// for each, made the step 10-35% longer (docs/perf.md, 2026-12-03 10:47).
+// is left. Each thread loops over the counter rather than each JPEG having
+// a goroutine, which would bind the context for every JPEG and make the
+// step longer (docs/perf.md).
 func (e *Executor) parseAll(n int, fn func(z *parser, i int)) {
 	next := counter(n)
 	e.spread(n, func(bound bool, t int) {

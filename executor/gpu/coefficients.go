@@ -18,11 +18,10 @@ import (
 // sluice_ycc launch for them all (flush). It gives libjpeg's decode
 // exactly (nvJPEG's IDCT rounds otherwise). Gathering is what makes the
 // route pay beside the engines: nvJPEG's decoupled decoder issues its
-// upload and its GPU steps image by image, and with 16 threads doing that
-// the engines' calls took twice as long and each thread's image 30% longer
-// than with its Huffman decoding alone, which slowed neither (docs/perf.md,
-// 2026-12-03 17:24 UTC). Gathered, baseline JPEGs beside the engines ran
-// 22-28% faster at batch 256 than through the decoupled decoder.
+// upload and its GPU steps image by image, and with a thread per core
+// doing that, the engines' calls and each thread's images slow down, where
+// Huffman decoding alone slows neither; gathered, baseline JPEGs beside the
+// engines decode faster than through the decoupled decoder (docs/perf.md).
 type coefState struct {
 	dec    *codec.CoefDecoder
 	nz     []uint64 // the decoder's scratch: a mask a block
@@ -45,9 +44,9 @@ type coefState struct {
 var coefFlushBytes = 4 << 20
 
 // The route takes progressive JPEGs and the baseline ones the engines
-// leave to the CPU workers. For measurements, SLUICE_GPU_COEFFICIENTS=
-// progressive leaves baseline JPEGs to nvJPEG's decoupled decoder, as
-// before gathering, and =0 progressive ones too.
+// leave to the CPU workers. For measurements against nvJPEG's decoupled
+// decoder, SLUICE_GPU_COEFFICIENTS=progressive leaves it the baseline
+// JPEGs, and =0 the progressive ones too.
 var coefRoute, coefSequential = coefSetting != "0", coefSetting != "0" && coefSetting != "progressive"
 
 var coefSetting = os.Getenv("SLUICE_GPU_COEFFICIENTS")

@@ -149,9 +149,9 @@ const (
 )
 
 // callLanes is how many calls the engines of a GPU should have in flight:
-// two at once beat one by 6-19% and four by 4-5% on an H200 at batches of
-// 64 and 256 with one executor, and with two executors sharing the
-// engines, a call each beat two each by 1-16% (docs/perf.md, 2026-12-02).
+// with one executor, two at once are faster than one or four, and with two
+// executors sharing the engines, a call each is faster than two each
+// (docs/perf.md).
 // SLUICE_GPU_HW_LANES overrides it for measurements.
 var callLanes = envInt("SLUICE_GPU_HW_LANES", 2)
 

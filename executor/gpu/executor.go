@@ -1,34 +1,34 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
-// JPEG goes where route.go decides: baseline JPEGs to the GPU's hardware
-// JPEG engines (all of them unless HWShare, or by default other executors
-// of the GPU being busy with a part of 16 or more, moves a share of the
-// batch's pixels to the coefficient route on the CPU workers; while others
-// are busy, the engines and the workers take them from the two ends of one
-// queue); progressive JPEGs through the coefficient route too (entropy
-// decoding on a CPU worker, each worker's images gathered and sent to the
-// GPU together for the IDCT and colour conversion); JPEGs over a megapixel
-// that the engines do not take through nvJPEG's decoupled decoder, whose
-// Huffman decoding then runs on the GPU;
-// CMYK, arithmetic-coded JPEGs, the other formats and whatever nvJPEG
-// rejects to libjpeg-turbo or the format's decoder on the CPU workers,
-// uploaded; a decoded-image input is uploaded as it came, or read in place
-// when it is in this GPU's memory. Headers are read on the executor's own
-// parser threads, which also copy the JPEGs of nvJPEG's
-// batched calls to pinned memory; then all paths run at once, and one
-// fused kernel launch does every operator after decode for the
-// whole batch (crop_boxes as one kernel sample per box), writing each
-// sample's output straight to where it goes (deliver.go: device memory
-// of the next model, another GPU's, or host memory). Results and
-// per-sample errors are those of the CPU executor, within the rounding of
-// nvJPEG's IDCT. It registers itself as executor.KindGPU: importing this
-// package makes executor.Open run it.
+// JPEG goes where route.go (and the files its comment names) decides:
+// baseline JPEGs to the GPU's hardware JPEG engines (all of them unless
+// HWShare, or by default other executors of the GPU being busy with a part
+// of 16 or more, moves a share of the batch's pixels to the coefficient
+// route on the CPU workers; while others are busy, the engines and the
+// workers take them from the two ends of one queue); progressive JPEGs
+// through the coefficient route too (entropy decoding on a CPU worker, each
+// worker's images gathered and sent to the GPU together for the IDCT and
+// colour conversion); JPEGs over a megapixel that the engines do not take
+// through nvJPEG's decoupled decoder, whose Huffman decoding then runs on
+// the GPU; CMYK, arithmetic-coded JPEGs, the other formats and whatever
+// nvJPEG rejects to libjpeg-turbo or the format's decoder on the CPU
+// workers, uploaded; a decoded-image input is uploaded as it came, or read
+// in place when it is in this GPU's memory. Headers are read on the
+// executor's own parser threads, which also copy the JPEGs of nvJPEG's
+// batched calls to pinned memory; then all paths run at once, and one fused
+// kernel launch does every operator after decode for the whole batch
+// (crop_boxes as one kernel sample per box), writing each sample's output
+// straight to where it goes (deliver.go: device memory of the next model,
+// another GPU's, or host memory). Results and per-sample errors are those
+// of the CPU executor, within the rounding of nvJPEG's IDCT. It registers
+// itself as executor.KindGPU: importing this package makes executor.Open
+// run it.
 //
 // The files: executor.go (the executor, its calls), batch.go (a batch's
 // parse, layout, decode and kernel), route.go (each JPEG's decoder, a
 // part's split between the engines and the CPU workers), decode.go and
 // huffman.go (nvJPEG's batched and decoupled decoders), coefficients.go
 // (the coefficient route),
-// cpu.go (the CPU workers and the executor's parsers), service.go (the
+// workers.go (the CPU workers and the executor's parsers), service.go (the
 // decoders one GPU's executors share), chain.go (the operators as one
 // kernel), deliver.go, arena.go and pool.go, and types.go (what they all
 // share).
@@ -269,9 +269,9 @@ func (e *Executor) Workers() int { return len(e.parsers) }
 
 // threads is how many threads a batch's step runs on now: Workers when it
 // was set, else the cores shared out among the GPU's executors with a
-// batch in flight. Two instances of 16 threads each on 16 cores ran
-// progressive JPEGs 15-26% slower than with 8 each (docs/perf.md,
-// 2026-12-02 10:35 and 13:30 UTC); one instance alone gets every core.
+// batch in flight: two executors with a thread per core each decode
+// progressive JPEGs slower than with half the cores each (docs/perf.md);
+// one executor alone gets every core.
 func (e *Executor) threads() int {
 	n := len(e.parsers)
 	if !e.shared {

@@ -286,8 +286,8 @@ func values(b []byte, dt ops.DType) []float64 {
 
 // Bounds of the GPU-CPU difference of one image's output on the 0..255
 // scale: nvJPEG's IDCT rounds differently from libjpeg's. Measured on an
-// H200 (driver 580, 2026-12-01) over the corpus and every case below:
-// worst mean |diff| 0.11, worst max 3 (README). The mean bound is about
+// H200 (driver 580) over the corpus and every case below: worst mean
+// |diff| 0.11, worst max 3 (docs/gpu.md). The mean bound is about
 // twice that; the max allows one level more for FP16 outputs.
 const (
 	gpuMeanBound = 0.25
@@ -441,7 +441,7 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 					continue
 				}
 				mean, mx := compare(gv, wv, o.Spec, c)
-				if p := g.samples[s].path; strings.Contains(c.name, "opencv") && (p == PathCPU || p == PathCoefficients) && mx > 0.01 {
+				if p := g.samples[s].path; strings.Contains(c.name, "opencv") && (p == PathCPU || p == PathSluiceCoefficients) && mx > 0.01 {
 					// Decoded on the CPU workers, or through libjpeg's
 					// own IDCT on the GPU, so the same pixels: OpenCV's
 					// integer arithmetic gives the same levels (float
@@ -523,7 +523,7 @@ func (p *pathCounts) add(file string, r route) {
 // engines did not, and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
-	hw, hy, cpu, coef := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathCoefficients].N)
+	hw, hy, cpu, coef := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathSluiceCoefficients].N)
 	switch {
 	case coef > p.huffman+p.nvjpeg+p.either-int(d[PathHardware].N):
 		t.Errorf("the coefficient route took %d images, more than the %d JPEGs nvJPEG could take less the engines' %d",
@@ -531,7 +531,7 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	case coefRoute && p.huffman > 0 && coef == 0:
 		t.Errorf("the coefficient route took none of the %d progressive JPEGs", p.huffman)
 	}
-	dec := int(d[PathCPUHuffman].N+d[PathGPUHuffman].N) + coef
+	dec := int(d[PathNvjpegCPUHuffman].N+d[PathNvjpegGPUHuffman].N) + coef
 	total := p.nvjpeg + p.cpu + p.huffman + p.either
 	if hw+hy+cpu+dec != total {
 		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, decoupled %d), the GPU executor returned %d",
@@ -628,7 +628,7 @@ func memoryReleased(t *testing.T, dev int) {
 		g.Close()
 		after := free()
 		t.Logf("round %d: free before load %d MiB, loaded %d MiB, after unload %d MiB", round, before>>20, during>>20, after>>20)
-		// Measured on an H200 (2026-12-01, three runs): 0 MiB left after
+		// Measured on an H200 (three runs): 0 MiB left after
 		// rounds 1-3, 238-270 MiB in use while loaded; 4 MiB leaves room
 		// for the driver's page granularity, not for a leaked buffer.
 		if round > 0 && int64(before)-int64(after) > 4<<20 {

@@ -105,14 +105,14 @@ func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.F
 	img := w.conv.planes(smp, base, dec)
 	smp.path = huffmanPath(smp.w, smp.h, s.gpu != nil)
 	st := s.st
-	if smp.path == PathGPUHuffman {
+	if smp.path == PathNvjpegGPUHuffman {
 		st = s.gpu
 	}
 	err := st.Decode(smp.src, &img, w.stream)
 	if err != nil && st == s.gpu {
 		// Not every stream suits the GPU's Huffman decoding: the CPU's
 		// then, on the other state.
-		smp.path = PathCPUHuffman
+		smp.path = PathNvjpegCPUHuffman
 		err = s.st.Decode(smp.src, &img, w.stream)
 	}
 	if err == nil {

@@ -8,26 +8,30 @@ import (
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 )
 
-// Where a JPEG is decoded is decided here, and only here: route at parse
-// time from its header, split per batch part between the engines and the
-// CPU workers (or the queue they share), and the fallbacks after a decoder
-// failed on it.
+// Where a JPEG is decoded is decided mostly here: route at parse time from
+// its header, split per batch part between the engines and the CPU workers
+// (or the queue they share), and the fallback after a decoder failed on it.
+// The rest of the decision lies beside it: takesCoefficients
+// (coefficients.go), runPart's lists and decodeCPU's retries (batch.go),
+// whether a CPU worker has a path's state (workers.go), huffmanPath's
+// choice of decoupled state (huffman.go), which decoders the executor has
+// (executor.go, service.go), and codec.Header's HuffmanSequential,
+// HuffmanProgressive and GreyFactorsAt, which say what nvJPEG takes.
 //
 //	baseline JPEG            engines (the share) | the coefficient route on the CPU workers
-//	                         (the rest; PathCoefficients); while other executors are busy,
+//	                         (the rest; PathSluiceCoefficients); while other executors are busy,
 //	                         both from one queue (twoEnds), but for parts of fewer than minSharedPart
 //	  greyscale with sampling factors other than 1x1: the same, the engines' copy saying 1x1 (stageJPEG)
 //	progressive JPEG         the coefficient route on the CPU workers
-//	over gpuHuffmanPixels    not the coefficient route: decoupled, with its GPU-Huffman state
-//	                         (PathGPUHuffman); a baseline one without the decoupled decoder:
+//	over gpuHuffmanPixels    not the coefficient route: nvJPEG's decoupled decoder, with its GPU-Huffman
+//	                         state (PathNvjpegGPUHuffman); a baseline one without the decoupled decoder:
 //	                         the batched GPU hybrid decoder (PathHybrid)
 //	everything else, and whatever an nvJPEG path fails on   libjpeg-turbo / the format's decoder (PathCPU)
 //
-// Measured on an H200 (docs/perf.md): the engines alone top out near
-// 20k baseline photos a second, the batched GPU hybrid decoder runs
-// Huffman decoding on one thread, and the coefficient route on 16 CPU
-// workers adds several thousand a second beside the engines: both routes
-// run at once.
+// Both routes run at once because the engines alone top out, the batched
+// GPU hybrid decoder runs Huffman decoding on one thread, and the
+// coefficient route on the CPU workers adds its images to the engines'
+// (docs/perf.md).
 
 // route picks the decoder for a sample whose header was read: nvJPEG for
 // Huffman-coded JPEGs whose chroma layout is one libjpeg's upsampling
@@ -49,13 +53,13 @@ func (e *Executor) route(z *parser, smp *sample) {
 		// (Adobe transform 0) would come out in wrong colours.
 		return
 	case takesCoefficients(smp.hdr):
-		path = PathCoefficients
+		path = PathSluiceCoefficients
 	case smp.hdr.HuffmanSequential() && decoupled:
-		path = PathCPUHuffman
+		path = PathNvjpegCPUHuffman
 	case smp.hdr.HuffmanSequential():
 		path = PathHybrid
 	case smp.hdr.HuffmanProgressive() && decoupled:
-		path = PathCPUHuffman
+		path = PathNvjpegCPUHuffman
 	default:
 		return
 	}
@@ -95,9 +99,9 @@ func stageJPEG(dst []byte, smp *sample) []byte {
 // decoder has that state.
 func huffmanPath(w, h int, gpuState bool) Path {
 	if gpuState && w*h > gpuHuffmanPixels {
-		return PathGPUHuffman
+		return PathNvjpegGPUHuffman
 	}
-	return PathCPUHuffman
+	return PathNvjpegCPUHuffman
 }
 
 // gpuHuffmanPixels is where the GPU's Huffman decoding takes over (DALI's
@@ -110,8 +114,8 @@ var gpuHuffmanPixels = envInt("SLUICE_GPU_HUFFMAN_PIXELS", 1_000_000)
 func retryPath(Path) Path { return PathCPU }
 
 // splitter decides how many of a part's engine-decodable JPEGs go to the
-// engines; the others join the CPU workers' list (decoupled), or with
-// queue both routes share them (twoEnds).
+// engines; the others join the CPU workers' list (the coefficient route, or
+// decoupled), or with queue both routes share them (twoEnds).
 type splitter struct {
 	// Of the part's pixels on the engines and the CPU workers together,
 	// the share for the engines: what the CPU workers have already (the
@@ -130,22 +134,19 @@ type splitter struct {
 }
 
 // DefaultHWShare is executor.Options.HWShare's default here: every colour
-// baseline JPEG the engines take goes to them. Measured on an H200
-// (docs/perf.md, 2026-12-01): a share of 0.65-0.75 is 5-15% faster on
-// colour baseline JPEGs alone at batch 256, but up to 40% slower at batch
-// 64 and no faster on the corpus's whole mix; a controller that moved the
-// share to make both routes finish together was no faster than either.
+// baseline JPEG the engines take goes to them. A smaller share is faster
+// only on colour baseline JPEGs alone at large batches; it is slower at
+// smaller ones and no faster on a mix of kinds, and moving the share per
+// batch so that both routes finish together gains nothing (docs/perf.md).
 const DefaultHWShare = 1.0
 
 // busyHWShare is the default share while two or more executors of the GPU
 // have a batch in flight and share its cores (Executor.threads): each then
 // leaves the other cores, and the CPU workers' route adds to the engines.
-// Measured on an H200, two instances: 2-9% more colour baseline JPEGs a
-// second at batches 64 and 256 than a share of 1 (docs/perf.md, 2026-12-02
-// 13:53 and 14:02 UTC); with 16 threads each it was no faster (10:29).
-// With the CPU workers' images gathered for the GPU (coefficients.go) it
-// was still the best: 0.4-6% ahead of 0.65 and 0.7 in each of three rounds
-// at batches 64 and 256, 7-14% ahead of 0.85 (2026-12-04 15:39 and 15:48).
+// Three quarters is ahead of a share of 1 and of both smaller and larger
+// shares, with the CPU workers' images gathered for the GPU
+// (coefficients.go); it pays only while the executors share the cores:
+// with a thread per core each, it is no faster (docs/perf.md).
 // SLUICE_GPU_BUSY_SHARE (a percentage) overrides it for measurements.
 var busyHWShare = envPercent("SLUICE_GPU_BUSY_SHARE", 75)
 
@@ -153,15 +154,12 @@ var busyHWShare = envPercent("SLUICE_GPU_BUSY_SHARE", 75)
 // the engines' first runs take their whole plan (one call of the part's
 // planned three quarters, as DALI makes one call of its share), then each
 // route takes what the other has not started, so that neither waits at
-// the part's end. Measured on an H200 with two instances (docs/perf.md,
-// 2026-12-03 06:37 and 06:53 UTC): the queue at 75% of the plan gave
-// colour baseline JPEGs 13-14% more a second at batch 64 and level to 6%
-// more at 256 than each route taking its planned part; 100% against 75%
-// (13:38 and 13:42 UTC) was ahead in 13 of 16 paired cells, +4% at the
-// median, every one beside DALI. Alone (one executor, every JPEG planned
-// for the engines) the queue lost 8% at batch 64, so it is not used then.
-// SLUICE_GPU_SHARED_QUEUE (a percentage; 0: off) overrides it for
-// measurements.
+// the part's end. With two executors that gives colour baseline JPEGs more
+// a second than each route taking its planned part, and the whole plan
+// more than three quarters of it (docs/perf.md). One executor alone plans
+// every JPEG for the engines, where the queue costs more than it gains, so
+// it is not used then. SLUICE_GPU_SHARED_QUEUE (a percentage; 0: off)
+// overrides it for measurements.
 var busyQueue = envPercent("SLUICE_GPU_SHARED_QUEUE", 100)
 
 // newSplitter takes executor.Options.HWShare (negative: the default);
@@ -175,12 +173,10 @@ func newSplitter(configured float64, shared bool) splitter {
 }
 
 // minSharedPart is the fewest engine-decodable JPEGs a part must have for
-// busyHWShare and busyQueue to apply: a CPU worker's image (about 1.3 ms
-// beside the engines) takes longer than the engines take for a smaller
-// part, so there it holds the part up. Measured on an H200 with two
-// instances (docs/perf.md, 2026-12-03 09:27-09:39 UTC): colour baseline
-// JPEGs at batch 8 8-18% more a second with every one on the engines
-// than with the queue; at 16 the queue was 3-13% ahead.
+// busyHWShare and busyQueue to apply: a CPU worker's image takes longer
+// than the engines take for a smaller part, so there it holds the part up.
+// With two executors, parts of 8 colour baseline JPEGs go faster all on
+// the engines and parts of 16 faster with the queue (docs/perf.md).
 const minSharedPart = 16
 
 // plan is the split for a part of n engine-decodable JPEGs while busy

@@ -20,8 +20,9 @@ type service struct {
 	refs int
 	hw   *jpegPath // nil where the GPU has no JPEG engines
 	hy   *jpegPath
-	// The decoupled decoder the CPU workers run progressive JPEGs
-	// through; nil where nvJPEG lacks it.
+	// nvJPEG's decoupled decoder, which the CPU workers run the JPEGs
+	// the coefficient route does not take through (those over
+	// gpuHuffmanPixels); nil where nvJPEG lacks it.
 	huff *huffman
 	cpu  []*cpuWorker
 	free *pool[*cpuWorker]

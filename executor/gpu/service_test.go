@@ -104,7 +104,7 @@ func TestGPUSharedService(t *testing.T) {
 						if knownCorrupt[filepath.Base(files[s])] {
 							// nvJPEG's hardware decoder fills what it cannot
 							// decode of this damaged stream from earlier
-							// work: not the same twice (README).
+							// work: not the same twice (docs/gpu.md).
 							continue
 						}
 						if !bytes.Equal(o.Data[s*sz:(s+1)*sz], alone[i][k][s*sz:(s+1)*sz]) {

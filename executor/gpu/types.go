@@ -35,18 +35,24 @@ type sample struct {
 	geom      ops.Geom
 }
 
-// Path names a decoder path, for statistics.
+// Path is a sample's decoder path: route sets it, runPart and the CPU
+// workers dispatch on it, a failure (or a worker without the path's
+// state) moves it to PathCPU (retryPath), and the executor counts decoded
+// images by its name (Stats, the metric sluice_gpu_decoded_images_total).
+// Two paths decode Huffman codes on a CPU worker: PathNvjpegCPUHuffman in
+// nvJPEG's decoupled decoder, PathSluiceCoefficients in Sluice's own
+// (codec.CoefDecoder).
 type Path int
 
 const (
-	PathHardware     Path = iota // nvJPEG's hardware engines
-	PathHybrid                   // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
-	PathCPU                      // libjpeg-turbo or another format's decoder, uploaded
-	PathCPUHuffman               // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
-	PathGPUHuffman               // the decoupled decoder's GPU-Huffman state, for large images
-	PathInput                    // a decoded-image input, copied here as it came (from the host or another GPU)
-	PathDevice                   // a decoded-image input in this GPU's memory, read where it lies
-	PathCoefficients             // codec's entropy decoding on a CPU worker, then sluice_idct (coefficients.go)
+	PathHardware           Path = iota // nvJPEG's hardware engines
+	PathHybrid                         // nvJPEG's batched GPU hybrid decoder (without the decoupled one)
+	PathCPU                            // libjpeg-turbo or another format's decoder, uploaded
+	PathNvjpegCPUHuffman               // nvJPEG's decoupled decoder: Huffman on a CPU worker, the rest on the GPU
+	PathNvjpegGPUHuffman               // nvJPEG's decoupled decoder with its GPU-Huffman state, for large images
+	PathInput                          // a decoded-image input, copied here as it came (from the host or another GPU)
+	PathDevice                         // a decoded-image input in this GPU's memory, read where it lies
+	PathSluiceCoefficients             // Sluice's own entropy decoding (codec) on a CPU worker, then sluice_idct (coefficients.go)
 	numPaths
 )
 

@@ -1,7 +1,7 @@
 // Package bufpool shares the large byte buffers of image workers under one
 // cap. A worker gives back what a large image needed as soon as the image
 // is done, instead of keeping it for good (the largest image each worker
-// has seen, times the workers, was gigabytes held); the next large image,
+// has seen, times the workers, can be gigabytes held); the next large image,
 // on any worker, takes a buffer back, which saves allocating and zeroing
 // it again and keeps the garbage of a burst from doubling its peak. After a
 // while without use the pool lets everything go, and internal/reclaim

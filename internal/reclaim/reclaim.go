@@ -2,7 +2,7 @@
 // operating system within seconds. Go returns freed heap lazily: an idle
 // process collects garbage only every two minutes, and the background
 // scavenger hands the pages back over minutes more, so a server that
-// decoded a few huge images stayed as large as at its peak long after
+// decoded a few huge images would stay as large as at its peak long after
 // (measured: 3.5 minutes after a model's unload). Whoever drops a large
 // buffer calls Released; once enough has been dropped and the drops have
 // paused, one debug.FreeOSMemory (a full collection, then every free page

@@ -56,9 +56,9 @@ func sampled2x2(t *testing.T, data []byte) []byte {
 // component is sampled 1x1 as the standard library does, in a batch beside
 // a colour JPEG and with the planar output format and luma-only
 // destinations the GPU executor gives them. The same images saying 2x2
-// sampling are logged, not asserted: on an H200 with driver 580 (2026-12-02)
-// they came out wrong (a corpus photo, 39 levels off on average), which is
-// why executor/gpu gives the engines a copy of such a JPEG that says 1x1.
+// sampling are logged, not asserted: on an H200 with driver 580 they come
+// out wrong (a corpus photo, 39 levels off on average), which is why
+// executor/gpu gives the engines a copy of such a JPEG that says 1x1.
 func TestGPUHardwareGrey(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -141,17 +141,17 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 }
 
 // decodeOwn decodes sample s on its GPU-side path that runs on the
-// worker's thread (PathCoefficients, gathered until the worker's next
-// coefState.flush; PathCPUHuffman); took is false where the worker lacks
+// worker's thread (PathSluiceCoefficients, gathered until the worker's next
+// coefState.flush; PathNvjpegCPUHuffman); took is false where the worker lacks
 // that path's state.
 func (w *cpuWorker) decodeOwn(s int, smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (took bool, err error) {
 	switch {
 	case w == nil:
-	case smp.path == PathCoefficients && w.coef != nil:
+	case smp.path == PathSluiceCoefficients && w.coef != nil:
 		err := w.coef.gather(s, smp, base, dec)
 		w.held(len(w.coef.pinned))
 		return true, err
-	case smp.path == PathCPUHuffman && w.huff != nil:
+	case smp.path == PathNvjpegCPUHuffman && w.huff != nil:
 		return true, w.decodeHuffman(smp, base, f, dec)
 	}
 	return false, nil
