@@ -125,6 +125,42 @@ def timed(run_batch, batches, seconds):
             "seconds": elapsed}
 
 
+def timed_together(runners, seconds):
+    """timed for several runners at once, each (run_batch, batches) in a
+    thread of its own, as N pipelines of one process run side by side: the
+    images/s of all together, the latency of every batch of any of them."""
+    import threading
+
+    lats = [[] for _ in runners]
+    counts = [0] * len(runners)
+    start = time.perf_counter()
+    failure = []
+
+    def loop(i, run_batch, batches):
+        try:
+            while time.perf_counter() - start < seconds:
+                b = next(batches)
+                t = time.perf_counter()
+                run_batch(b)
+                lats[i].append(time.perf_counter() - t)
+                counts[i] += len(b)
+        except Exception as e:  # reported by the caller's thread
+            failure.append(e)
+
+    threads = [threading.Thread(target=loop, args=(i, *r)) for i, r in enumerate(runners)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failure:
+        raise failure[0]
+    elapsed = time.perf_counter() - start
+    lat = [x for per in lats for x in per]
+    p50, p99 = percentiles(lat)
+    return {"images_per_sec": sum(counts) / elapsed, "p50_ms": p50, "p99_ms": p99, "batches": len(lat),
+            "seconds": elapsed}
+
+
 # ------------------------------------------------------------------ subprocesses
 
 

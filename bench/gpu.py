@@ -15,9 +15,9 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
 - torchvision, as a user would write it: torchvision.io.decode_jpeg on a list of
   encoded tensors with device='cuda', then per image resize(256, antialias) and
   center_crop(224) on the uint8 tensor, stack, /255, normalize; synchronized per batch.
-- sluice-x2: the same with --instances 2 (two executors sharing the GPU's
-  decoders, as a Triton instance count of 2).
-- sluice-fast, sluice-fast-x2: the same with decode's jpeg_fancy_upsampling
+- sluice-xN (N 2 to 4): the same with --instances N (N executors sharing the
+  GPU's decoders, as a Triton instance count of N).
+- sluice-fast, sluice-fast-xN: the same with decode's jpeg_fancy_upsampling
   false (JPEG chroma replicated, DALI's default; the JPEG engines then write
   RGB themselves).
 - DALI 2.4, as its docs write an inference pipeline: fn.external_source (the
@@ -29,7 +29,10 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
   fn.resize(resize_shorter=256, linear, antialias) ->
   fn.crop_mirror_normalize(crop 224, ImageNet mean/std x255, FLOAT, CHW);
   num_threads os.cpu_count(), prefetch_queue_depth 2, 10 warm-up iterations,
-  the device synchronised after the measured iterations.
+  the device synchronised after the measured iterations. dali-*-xN: N such
+  pipelines, the threads split evenly between them, each run from its own
+  Python thread, measured together: what a DALI backend model with instance
+  count N runs.
 - OpenCV: bench.cpu's opencv_one over a thread pool of os.cpu_count() threads,
   one batch at a time.
 
@@ -39,10 +42,12 @@ cores) touches every contender alike: a cell is then the median round (its range
 beside it), a ratio the median of the rounds' ratios, each round's taken within
 that round.
 
-The ratio columns compare like with like: Sluice's default and the peers that
-upsample JPEG chroma as libjpeg and Pillow do (DALI with jpeg_fancy_upsampling,
-nvImageCodec's default), then sluice-fast and the peers that replicate it
-(DALI's default). torchvision and OpenCV are in neither.
+The ratio columns compare like with like, each the best Sluice configuration
+measured over the best peer's, both named: Sluice's default against DALI's
+default (the two products as they ship), then Sluice's default and the peers
+that upsample JPEG chroma as libjpeg and Pillow do (DALI with
+jpeg_fancy_upsampling, nvImageCodec's default), then sluice-fast and the peers
+that replicate it (DALI's default). torchvision and OpenCV are in none.
 
 Latency is per batch (p50/p99, the same percentile definition as sluice bench).
 torch is imported only when torchvision runs, so --only sluice,opencv works
@@ -218,15 +223,15 @@ class NvImgCodec(InProcess):
 
 class Dali(Contender):
     """DALI's pipeline (see the module's doc) at one hw_decoder_load and
-    jpeg_fancy_upsampling; a pipeline per kind and batch size, built when
-    measured and dropped after."""
+    jpeg_fancy_upsampling, as `pipelines` pipelines side by side; built per
+    kind and batch size when measured and dropped after."""
 
     full_pipeline = True
     uses_torch = True
 
-    def __init__(self, name, gpu, load, seconds, fancy=False):
+    def __init__(self, name, gpu, load, seconds, fancy=False, pipelines=1):
         super().__init__(name)
-        self.gpu, self.load, self.seconds, self.fancy = gpu, load, seconds, fancy
+        self.gpu, self.load, self.seconds, self.fancy, self.pipelines = gpu, load, seconds, fancy, pipelines
 
     def setup(self):
         import numpy as np
@@ -239,15 +244,14 @@ class Dali(Contender):
     def prepare(self, kdir, datas, batch_sizes):
         self.datas = datas
 
-    def pipeline(self, batch):
+    def pipeline(self, batch, threads):
         from nvidia.dali import fn, types
 
         np = self.np
         items = batches_of([np.frombuffer(d, np.uint8) for d in self.datas], batch)
         mean, std = [m * 255 for m in common.MEAN], [s * 255 for s in common.STD]
 
-        @self.dali.pipeline_def(batch_size=batch, num_threads=os.cpu_count(), device_id=self.gpu,
-                                prefetch_queue_depth=2)
+        @self.dali.pipeline_def(batch_size=batch, num_threads=threads, device_id=self.gpu, prefetch_queue_depth=2)
         def imagenet():
             enc = fn.external_source(source=lambda: next(items), batch=True, dtype=types.UINT8)
             img = fn.decoders.image(enc, device="mixed", output_type=types.RGB, hw_decoder_load=self.load,
@@ -263,10 +267,13 @@ class Dali(Contender):
         return p
 
     def measure(self, batch):
-        p = self.pipeline(batch)
-        r = timed(lambda _: p.run(), batches_of(self.datas, batch), self.seconds)
+        threads = max(1, (os.cpu_count() or 1) // self.pipelines)
+        ps = [self.pipeline(batch, threads) for _ in range(self.pipelines)]
+        r = common.timed_together([(lambda _, p=p: p.run(), batches_of(self.datas, batch)) for p in ps],
+                                  self.seconds)
         self.torch.cuda.synchronize(self.gpu)
-        del p
+        r["pipelines"], r["threads_each"] = self.pipelines, threads
+        del ps
         return r
 
 
@@ -289,26 +296,48 @@ class OpenCV(InProcess):
         return self.pool.run(batch)
 
 
+# Instance (Sluice) and pipeline (DALI) counts the contenders come in: a
+# Triton model's instance count, each side at its best.
+COUNTS = range(1, 5)
+
+
+def _counted(base, count):
+    """A contender's name at a count: base for 1, base-xN otherwise."""
+    return base if count == 1 else f"{base}-x{count}"
+
+
+def _contenders():
+    c = {}
+    # "sluice" and "sluice-fast" run --instances executors (default 1).
+    for n in COUNTS:
+        c[_counted("sluice", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n)
+    for n in COUNTS:
+        c[_counted("sluice-fast", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n, fancy=False)
+    for fancy in (False, True):
+        for load in (0.65, 0.9):
+            for n in COUNTS:
+                base = f"dali-{'fancy-' if fancy else ''}{load}"
+                c[_counted(base, n)] = lambda name, a, load=load, fancy=fancy, n=n: Dali(
+                    name, a.gpu, load, a.seconds, fancy=fancy, pipelines=n)
+    c.update({
+        "torchvision": lambda n, a: TorchVision(n, a.gpu, a.seconds),
+        "nvimgcodec": lambda n, a: NvImgCodec(n, a.gpu, "full", a.seconds),
+        "nvimgcodec-decode": lambda n, a: NvImgCodec(n, a.gpu, "decode", a.seconds),
+        "nvimgcodec-hw": lambda n, a: NvImgCodec(n, a.gpu, "hw", a.seconds),
+        "opencv": lambda n, a: OpenCV(n, a.seconds),
+    })
+    return c
+
+
 # The contenders by name, in the order of the table's columns.
-CONTENDERS = {
-    "sluice": lambda n, a: Sluice(n, a, a.instances),
-    "sluice-x2": lambda n, a: Sluice(n, a, 2),  # two executors sharing the GPU, as a Triton instance count of 2
-    "sluice-fast": lambda n, a: Sluice(n, a, a.instances, fancy=False),
-    "sluice-fast-x2": lambda n, a: Sluice(n, a, 2, fancy=False),
-    "dali-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds),
-    "dali-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds),
-    "dali-fancy-0.65": lambda n, a: Dali(n, a.gpu, 0.65, a.seconds, fancy=True),
-    "dali-fancy-0.9": lambda n, a: Dali(n, a.gpu, 0.9, a.seconds, fancy=True),
-    "torchvision": lambda n, a: TorchVision(n, a.gpu, a.seconds),
-    "nvimgcodec": lambda n, a: NvImgCodec(n, a.gpu, "full", a.seconds),
-    "nvimgcodec-decode": lambda n, a: NvImgCodec(n, a.gpu, "decode", a.seconds),
-    "nvimgcodec-hw": lambda n, a: NvImgCodec(n, a.gpu, "hw", a.seconds),
-    "opencv": lambda n, a: OpenCV(n, a.seconds),
-}
+CONTENDERS = _contenders()
 # The order they are set up in, as the script always did: the torch users,
 # then DALI, then OpenCV.
-SETUP_ORDER = ["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw", "dali-0.65", "dali-0.9",
-               "dali-fancy-0.65", "dali-fancy-0.9", "opencv"]
+SETUP_ORDER = (["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw"]
+               + [n for n in CONTENDERS if n.startswith("dali-")] + ["opencv"])
+# What runs without --only: Sluice and DALI at every count, with both chroma
+# rules, and the other peers once.
+DEFAULT_ONLY = [n for n in CONTENDERS if not n.startswith("nvimgcodec-")]
 
 
 def guard(fn, *a):
@@ -368,24 +397,26 @@ def cell_md(runs):
 def ratio_md(runs, mine, peers):
     """Best of mine over best of peers, taken within each round (the same
     minute's cells): the median of the rounds' ratios, their range beside
-    it when there are several; n/a without a result on both sides."""
+    it when there are several, and the two configurations of the median
+    round; n/a without a result on both sides."""
 
     def best(names, i):
-        ok = [runs[c][i]["images_per_sec"] for c in names if c in runs and "error" not in runs[c][i]]
+        ok = [(runs[c][i]["images_per_sec"], c) for c in names if c in runs and "error" not in runs[c][i]]
         return max(ok, default=None)
 
     rounds = min((len(runs[c]) for c in mine + peers if c in runs), default=0)
     ratios = []
     for i in range(rounds):
         a, b = best(mine, i), best(peers, i)
-        if a is not None and b:
-            ratios.append(a / b)
+        if a is not None and b is not None and b[0]:
+            ratios.append((a[0] / b[0], a[1], b[1]))
     if not ratios:
         return "n/a"
-    text = f"{lower_median(ratios):.2f}x"
+    r, a, b = lower_median(ratios, key=lambda x: x[0])
+    text = f"{r:.2f}x"
     if len(ratios) > 1:
-        text += f" ({min(ratios):.2f}–{max(ratios):.2f}x)"
-    return text
+        text += f" ({min(x[0] for x in ratios):.2f}–{max(x[0] for x in ratios):.2f}x)"
+    return f"{text} {a} / {b}"
 
 
 def main():
@@ -401,7 +432,8 @@ def main():
     ap.add_argument("--instances", type=int, default=1,
                     help="sluice bench --instances: executors at once, as a Triton instance count")
     ap.add_argument("--hw-share", type=float, help="sluice bench --hw-share (default: Sluice's)")
-    ap.add_argument("--only", default=",".join(CONTENDERS), help="comma-separated subset of " + ",".join(CONTENDERS))
+    ap.add_argument("--only", default=",".join(DEFAULT_ONLY),
+                    help="comma-separated subset of " + ",".join(CONTENDERS) + " (default: all but nvimgcodec-*)")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of: " + ", ".join(KINDS))
     ap.add_argument("--json-out")
     ap.add_argument("--md-out")
@@ -473,11 +505,15 @@ def main():
 
     v = info["versions"]
     shown = [c.name for c in contenders]
-    # The ratio columns: per kind of chroma upsampling, Sluice's runs and the
-    # full-pipeline peers that upsample the same way.
-    sides = {fancy: ([c.name for c in contenders if c.ours and c.fancy is fancy],
-                     [c.name for c in contenders if c.full_pipeline and not c.ours and c.fancy is fancy])
-             for fancy in (True, False)}
+    # The ratio columns: each product's default against the other's (Sluice
+    # upsamples chroma as Pillow does, DALI replicates it), then per kind of
+    # chroma upsampling, Sluice's runs and the full-pipeline peers that
+    # upsample the same way.
+    sides = [([c.name for c in contenders if c.ours and c.fancy],
+              [c.name for c in contenders if isinstance(c, Dali) and not c.fancy])]
+    sides += [([c.name for c in contenders if c.ours and c.fancy is fancy],
+               [c.name for c in contenders if c.full_pipeline and not c.ours and c.fancy is fancy])
+              for fancy in (True, False)]
     md = [
         f"# Sluice GPU vs its peers: ImageNet preprocessing ({info['cpus']} CPU threads)",
         "",
@@ -491,25 +527,27 @@ def main():
         "",
         "JPEGs from jpeg/derived + jpeg/native: " + ", ".join(f"{k} {n}" for k, n in info["kinds"].items()),
         "",
-        "sluice-x2: two instances; sluice-fast: jpeg_fancy_upsampling false; "
-        "dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load (dali-fancy-: with jpeg_fancy_upsampling); "
+        "sluice-xN: N instances; sluice-fast: jpeg_fancy_upsampling false; "
+        "dali-0.65 / dali-0.9: DALI's pipeline at that hw_decoder_load (dali-fancy-: with jpeg_fancy_upsampling; "
+        "-xN: N pipelines, the threads split between them); "
         "nvimgcodec: decode (default backends, all cores) + the torchvision contender's torch resize/crop/normalize; "
         "nvimgcodec-decode: its decode alone; nvimgcodec-hw: decode alone on the hardware engines only.",
         "",
         f"Command: `{command}`",
         "",
         common.md_row(["kind (files)", "batch", *(f"{c} img/s | p50 ms | p99 ms" for c in shown),
+                       "defaults: best Sluice / best DALI",
                        "Pillow's upsampling: best Sluice / best peer",
                        "replicated chroma: best sluice-fast / best peer"]),
-        common.md_rule(2 + 3 * len(shown) + 2),
+        common.md_rule(2 + 3 * len(shown) + len(sides)),
     ]
     for r in rows:
         label = f"{r['kind']} ({r['files']})"
         if r.get("skipped"):
-            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), "n/a", "n/a"]))
+            md.append(common.md_row([label, "–", *["n/a", "", ""] * len(shown), *["n/a"] * len(sides)]))
             continue
         cells = [x for c in shown for x in cell_md(r["rounds"].get(c))]
-        ratios = [ratio_md(r["rounds"], mine, peers) for mine, peers in sides.values()]
+        ratios = [ratio_md(r["rounds"], mine, peers) for mine, peers in sides]
         md.append(common.md_row([label, str(r["batch"]), *cells, *ratios]))
     text = "\n".join(md) + "\n"
     print(text, end="", flush=True)

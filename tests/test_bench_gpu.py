@@ -69,10 +69,39 @@ def test_ratio_md_takes_each_round_within_the_round():
         "dali-0.65": [_cell(23780), _cell(27448), _cell(29834)],
         "dali-0.9": [_cell(18972), {"error": "x"}, _cell(23851)],
     }
-    assert gpu.ratio_md(runs, ["sluice", "sluice-x2"], ["dali-0.65", "dali-0.9"]) == "1.00x (0.89–1.12x)"
-    assert gpu.ratio_md({k: v[:1] for k, v in runs.items()}, ["sluice-x2"], ["dali-0.65"]) == "1.12x"
+    assert gpu.ratio_md(runs, ["sluice", "sluice-x2"], ["dali-0.65", "dali-0.9"]) == "1.00x (0.89–1.12x) sluice-x2 / dali-0.65"
+    assert gpu.ratio_md({k: v[:1] for k, v in runs.items()}, ["sluice-x2"], ["dali-0.65"]) == "1.12x sluice-x2 / dali-0.65"
+    # Each round's best of each side, whichever count it was: round 1 is
+    # 26,701 / 30,000 against DALI with two pipelines; the median round (3)
+    # names its own pair.
+    runs["dali-0.65-x2"] = [_cell(30000), _cell(20000), _cell(20000)]
+    assert gpu.ratio_md(runs, ["sluice", "sluice-x2"], ["dali-0.65", "dali-0.65-x2"]) == "0.89x (0.89–1.00x) sluice-x2 / dali-0.65"
     assert gpu.ratio_md(runs, ["sluice"], []) == "n/a"
     assert gpu.ratio_md({"a": [{"error": "x"}], "b": [_cell(1)]}, ["a"], ["b"]) == "n/a"
+
+
+def test_counts_name_each_configuration():
+    """Sluice at 1-4 instances and DALI at 1-4 pipelines, every chroma rule
+    and hw_decoder_load, each its own contender; the default run leaves out
+    only nvImageCodec's partial pipelines."""
+    for base in ("sluice", "sluice-fast", "dali-0.65", "dali-0.9", "dali-fancy-0.65", "dali-fancy-0.9"):
+        assert [n for n in gpu.CONTENDERS if n == base or n.startswith(base + "-x")] == [
+            base, f"{base}-x2", f"{base}-x3", f"{base}-x4"]
+    assert "nvimgcodec" in gpu.DEFAULT_ONLY and "nvimgcodec-hw" not in gpu.DEFAULT_ONLY
+
+
+def test_timed_together_counts_every_runner():
+    """Two runners side by side: images/s counts both, latency every batch."""
+    import threading
+
+    seen = set()
+
+    def run(_):
+        seen.add(threading.get_ident())
+
+    r = common.timed_together([(run, common.batches_of([1, 2, 3], 4)), (run, common.batches_of([1], 2))], 0.05)
+    assert len(seen) == 2
+    assert r["batches"] > 0 and r["images_per_sec"] > 0
 
 
 def test_rounds_on_the_cpu_executor(sluice_bin, corpus, tmp_path):
