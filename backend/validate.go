@@ -117,20 +117,6 @@ func joinProblems(problems []string) string {
 	return strings.Join(problems[:maxProblems], "\n") + fmt.Sprintf("\n… and %d more problems", len(problems)-maxProblems)
 }
 
-// listNames joins names for a message, the first few, each cut short.
-func listNames(names []string) string {
-	const show = 10
-	n := min(len(names), show)
-	cut := make([]string, n)
-	for i, name := range names[:n] {
-		cut[i] = excerpt.Cut(name, excerpt.Max)
-	}
-	if len(names) > show {
-		return strings.Join(cut, ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
-	}
-	return strings.Join(cut, ", ")
-}
-
 // extra reports config tensors the pipeline does not have, and duplicates:
 // Triton would accept requests carrying them and Sluice would ignore them.
 func (v *validator) extra(kind string, ts []TensorConfig, names []string) {
@@ -140,7 +126,7 @@ func (v *validator) extra(kind string, ts []TensorConfig, names []string) {
 			v.addf("config %s #%d has no name", kind, i+1)
 		case !slices.Contains(names, t.Name):
 			v.addf("config %s %s is not a pipeline %s (%s has %s %s): remove it or rename it",
-				kind, excerpt.Quote(t.Name), kind, v.file, plural(kind, len(names)), listNames(names))
+				kind, excerpt.Quote(t.Name), kind, v.file, plural(kind, len(names)), excerpt.List(names, 10))
 		case findTensor(ts[:i], t.Name) >= 0:
 			v.addf("config %s %s is listed twice", kind, excerpt.Quote(t.Name))
 		}

@@ -163,7 +163,7 @@ func (c *compiler) counts() {
 		j, ok := c.inputs[name]
 		switch {
 		case !ok:
-			c.failf(elem, "count_of", "no input is named %s%s (inputs: %s)", excerpt.Quote(name), suggest(name, c.inNames), listNames(c.inNames))
+			c.failf(elem, "count_of", "no input is named %s%s (inputs: %s)", excerpt.Quote(name), suggest(name, c.inNames), excerpt.List(c.inNames, 20))
 			continue
 		case !c.inSpecs[j].IsBoxes():
 			c.failf(elem, "count_of", "input %s is not a boxes input (give it boxes { max: N coords: \"pixel\" }): a count counts boxes", excerpt.Quote(name))
@@ -235,25 +235,6 @@ func (c *compiler) inputsField(i int, in []ops.Spec) string {
 	return "inputs " + strings.Join(parts, ", ")
 }
 
-// listNames joins names for a message, eliding all but the first few and
-// cutting long ones: a hostile definition must not make every error
-// message hundreds of long names long.
-func listNames(names []string) string {
-	const show = 20
-	if len(names) == 0 {
-		return "none"
-	}
-	n := min(len(names), show)
-	cut := make([]string, n)
-	for i, name := range names[:n] {
-		cut[i] = excerpt.Cut(name, excerpt.Max)
-	}
-	if len(names) > show {
-		return strings.Join(cut, ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
-	}
-	return strings.Join(cut, ", ")
-}
-
 // plural spells a count of things: "1 input port", "2 input ports".
 func plural(n int, thing string) string {
 	if n == 1 {
@@ -267,7 +248,7 @@ func knownOps() string {
 	if len(names) == 0 {
 		return "none registered"
 	}
-	return listNames(names)
+	return excerpt.List(names, 20)
 }
 
 func portNames(ports []ops.Port) string {

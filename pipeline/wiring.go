@@ -66,7 +66,7 @@ func (c *compiler) defaultRef(i int) (Ref, string, error) {
 		if len(c.inNames) == 1 {
 			return Ref{Node: InputRef}, c.inNames[0], nil
 		}
-		return Ref{}, "", fmt.Errorf("missing: the pipeline has %d inputs (%s); name the one the first node reads, e.g. input: %s", len(c.inNames), listNames(c.inNames), excerpt.Quote(c.inNames[0]))
+		return Ref{}, "", fmt.Errorf("missing: the pipeline has %d inputs (%s); name the one the first node reads, e.g. input: %s", len(c.inNames), excerpt.List(c.inNames, 20), excerpt.Quote(c.inNames[0]))
 	}
 	prev := &c.nodes[i-1]
 	if prev.schema == nil {
@@ -126,7 +126,7 @@ func (c *compiler) resolve(text string) (Ref, error) {
 		if len(c.errs) >= maxErrors {
 			return Ref{}, errors.New("unknown reference") // dropped anyway: skip the listing
 		}
-		return Ref{}, fmt.Errorf("no pipeline input or node is named %s%s (inputs: %s; nodes: %s)", excerpt.Quote(name), suggest(name, c.refNames()), listNames(c.inNames), c.nodeNames())
+		return Ref{}, fmt.Errorf("no pipeline input or node is named %s%s (inputs: %s; nodes: %s)", excerpt.Quote(name), suggest(name, c.refNames()), excerpt.List(c.inNames, 20), c.nodeNames())
 	}
 	s := c.nodes[j].schema
 	if s == nil {
@@ -163,5 +163,5 @@ func (c *compiler) nodeNames() string {
 	for i, n := range c.nodes {
 		names[i] = n.name
 	}
-	return listNames(names)
+	return excerpt.List(names, 20)
 }

@@ -7,6 +7,7 @@ package excerpt
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -48,4 +49,22 @@ func prefix(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// List joins names for a message: the first show of them, each cut to Max
+// bytes, and how many more there are; "none" for no names. A definition
+// may have hundreds of long names, which a message must not repeat.
+func List(names []string, show int) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	n := min(len(names), show)
+	cut := make([]string, n)
+	for i, name := range names[:n] {
+		cut[i] = Cut(name, Max)
+	}
+	if len(names) > show {
+		return strings.Join(cut, ", ") + fmt.Sprintf(", … (%d more)", len(names)-show)
+	}
+	return strings.Join(cut, ", ")
 }
