@@ -5,6 +5,7 @@ Triton's own crashes reachable through a Sluice model (docs/reliability.md,
 "Protocol edges"). Every file is made here at test time; after each case the
 server is live and answers a normal request byte for byte (assert_unharmed)."""
 
+import contextlib
 import itertools
 import os
 import time
@@ -28,6 +29,7 @@ from tests.triton.helpers import (
     synthetic_rgb,
     wait_unloaded,
 )
+from tests.triton.hostile_files import png_zeros
 
 LETTERBOX = "preprocess_letterbox"
 CROPS = "preprocess_crops"
@@ -172,6 +174,29 @@ def unregister(client, name, timeout=30):
             time.sleep(0.05)
 
 
+@contextlib.contextmanager
+def registered_region(client, nbytes):
+    """A system shared-memory region of nbytes registered with the server:
+    (its name, its handle, the path of its file); unregistered and
+    destroyed after."""
+    key = f"/sluice-test-{uuid.uuid4().hex[:12]}"
+    name = key[1:]
+    region = shm.create_shared_memory_region(name, key, nbytes)
+    try:
+        client.register_system_shared_memory(name, key, nbytes)
+        try:
+            yield name, region, "/dev/shm" + key
+        finally:
+            unregister(client, name)
+    finally:
+        shm.destroy_shared_memory_region(region)
+
+
+def assert_gone(e, tensor):
+    msg = str(e.value)
+    assert tensor in msg and "shared-memory region" in msg and "truncated" in msg, msg
+
+
 @pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
 def test_shared_memory_truncated_after_registration(srv, normal, proto):
     """A client registers a system shared-memory region holding a JPEG,
@@ -183,28 +208,17 @@ def test_shared_memory_truncated_after_registration(srv, normal, proto):
     batch = data[None]
     want = client.infer(IMAGENET, model_inputs(srv, mod, IMAGENET, data)).as_numpy("PIXELS")
     for truncate in (False, True):
-        key = f"/sluice-test-{uuid.uuid4().hex[:12]}"
-        name = key[1:]
-        region = shm.create_shared_memory_region(name, key, batch.nbytes)
-        try:
+        with registered_region(client, batch.nbytes) as (name, region, path):
             shm.set_shared_memory_region(region, [batch])
-            client.register_system_shared_memory(name, key, batch.nbytes)
-            try:
-                x = mod.InferInput("IMAGE", list(batch.shape), "UINT8")
-                x.set_shared_memory(name, batch.nbytes)
-                if truncate:
-                    os.truncate("/dev/shm" + key, 0)
-                    with pytest.raises(InferenceServerException) as e:
-                        client.infer(IMAGENET, [x])
-                    msg = str(e.value)
-                    assert "input IMAGE" in msg and "shared-memory region" in msg and "truncated" in msg, msg
-                else:
-                    got = client.infer(IMAGENET, [x]).as_numpy("PIXELS")
-                    assert got.tobytes() == want.tobytes()
-            finally:
-                unregister(client, name)
-        finally:
-            shm.destroy_shared_memory_region(region)
+            x = mod.InferInput("IMAGE", list(batch.shape), "UINT8")
+            x.set_shared_memory(name, batch.nbytes)
+            if truncate:
+                os.truncate(path, 0)
+                with pytest.raises(InferenceServerException) as e:
+                    client.infer(IMAGENET, [x])
+                assert_gone(e, "input IMAGE")
+            else:
+                assert client.infer(IMAGENET, [x]).as_numpy("PIXELS").tobytes() == want.tobytes()
         assert_unharmed(srv, normal)
 
 
@@ -218,28 +232,18 @@ def test_output_shared_memory_truncated_after_registration(srv, normal, proto):
     data = synthetic_jpeg(640, 480)
     want = client.infer(IMAGENET, model_inputs(srv, mod, IMAGENET, data)).as_numpy("PIXELS")
     for truncate in (False, True):
-        key = f"/sluice-test-{uuid.uuid4().hex[:12]}"
-        name = key[1:]
-        region = shm.create_shared_memory_region(name, key, want.nbytes)
-        try:
-            client.register_system_shared_memory(name, key, want.nbytes)
-            try:
-                out = mod.InferRequestedOutput("PIXELS")
-                out.set_shared_memory(name, want.nbytes)
-                if truncate:
-                    os.truncate("/dev/shm" + key, 0)
-                    with pytest.raises(InferenceServerException) as e:
-                        client.infer(IMAGENET, model_inputs(srv, mod, IMAGENET, data), outputs=[out])
-                    msg = str(e.value)
-                    assert "output PIXELS" in msg and "shared-memory region" in msg and "truncated" in msg, msg
-                else:
+        with registered_region(client, want.nbytes) as (name, region, path):
+            out = mod.InferRequestedOutput("PIXELS")
+            out.set_shared_memory(name, want.nbytes)
+            if truncate:
+                os.truncate(path, 0)
+                with pytest.raises(InferenceServerException) as e:
                     client.infer(IMAGENET, model_inputs(srv, mod, IMAGENET, data), outputs=[out])
-                    got = shm.get_contents_as_numpy(region, np.float32, list(want.shape))
-                    assert got.tobytes() == want.tobytes()
-            finally:
-                unregister(client, name)
-        finally:
-            shm.destroy_shared_memory_region(region)
+                assert_gone(e, "output PIXELS")
+            else:
+                client.infer(IMAGENET, model_inputs(srv, mod, IMAGENET, data), outputs=[out])
+                got = shm.get_contents_as_numpy(region, np.float32, list(want.shape))
+                assert got.tobytes() == want.tobytes()
         assert_unharmed(srv, normal)
 
 
@@ -304,8 +308,6 @@ def test_cancelled_request_is_abandoned(boxes_model, normal):
     cancelled), and the next request is not kept waiting for them."""
     s = boxes_model
     client, mod = client_of(s, "grpc")
-    from tests.triton.hostile_files import png_zeros
-
     big = png_zeros(8192, 8192, colour_type=0)
     rows = np.tile([0, 0, 1, 1], (4, 1)).astype(np.float32)
     done0, cancelled0 = image_counts(s, BOXES_MODEL)
@@ -327,8 +329,6 @@ def test_crop_boxes_work_is_priced(boxes_model, normal):
     them) are refused naming crop_boxes and the limit, asked for NUM_CROPS
     alone or for everything; a small request to the same model is answered
     right after."""
-    from tests.triton.hostile_files import png_zeros
-
     s = boxes_model
     client, mod = client_of(s, "grpc")
     big = png_zeros(8192, 8192, colour_type=0)
