@@ -101,3 +101,13 @@ func TestParseLine(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoad: reading the mappings, once per Execute of a batch.
+func BenchmarkLoad(b *testing.B) {
+	var m Mappings
+	for b.Loop() {
+		if err := m.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
