@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/reclaim"
+	"github.com/sluice-dev/sluice/internal/reuse"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -168,8 +169,8 @@ func (inst *Instance) Execute(reqs []Request, resps []Response) (errs []error, s
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 
-	inst.errs = zeroed(inst.errs, len(reqs))
-	inst.reqs = zeroed(inst.reqs, len(reqs))
+	inst.errs = reuse.Zeroed(inst.errs, len(reqs))
+	inst.reqs = reuse.Zeroed(inst.reqs, len(reqs))
 	errs = inst.errs
 	defer func() {
 		if p := recover(); p != nil {
@@ -229,7 +230,7 @@ func (inst *Instance) collect(reqs []Request) int {
 // reports whether the executor ran (its per-sample results are valid).
 func (inst *Instance) run(n int, reqs []Request, resps []Response) bool {
 	inst.resp.prepare(n)
-	inst.sample = zeroed(inst.sample, n)
+	inst.sample = reuse.Zeroed(inst.sample, n)
 	err := inst.placeAll(n, reqs, resps)
 	if err == nil {
 		if inst.col.onDev > 0 {
@@ -263,7 +264,7 @@ func (inst *Instance) drawBudgets(n int, reqs []Request) []*ops.Budget {
 	if len(inst.budgets) < len(inst.reqs) {
 		inst.budgets = make([]ops.Budget, len(inst.reqs))
 	}
-	inst.sampleBudget = zeroed(inst.sampleBudget, n)
+	inst.sampleBudget = reuse.Zeroed(inst.sampleBudget, n)
 	for i := range inst.reqs {
 		r := &inst.reqs[i]
 		if r.failed {
@@ -402,17 +403,6 @@ var errCancelled = &Error{Code: CodeCancelled, Msg: "the request was cancelled b
 // panicError is the error of the requests a panic left unanswered.
 func panicError(p any) error {
 	return &Error{Code: CodeInternal, Msg: fmt.Sprintf("internal error in the sluice backend: %v", p)}
-}
-
-// zeroed returns s with length n, reusing its array when large enough,
-// every element zero.
-func zeroed[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // inputDevice is the GPU whose memory a KIND_GPU instance on device takes

@@ -3,6 +3,8 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // SizedResponse is a Response that can add an output whose size the
@@ -39,7 +41,7 @@ func (inst *Instance) mark(req Request, resp Response, r *reqState) error {
 		return nil
 	}
 	m := &inst.marks
-	m.msgs = zeroed(m.msgs, r.n)
+	m.msgs = reuse.Zeroed(m.msgs, r.n)
 	size := 0
 	for k := range r.n {
 		if err := inst.sample[r.start+k]; err != nil {

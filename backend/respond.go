@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // respondOutput is what the responder knows of one pipeline output.
@@ -36,7 +37,7 @@ func newResponder(outputs []respondOutput, device int, limit int64) *responder {
 // prepare sizes the destinations for n samples.
 func (r *responder) prepare(n int) {
 	for o := range r.dst {
-		r.dst[o] = zeroed(r.dst[o], n)
+		r.dst[o] = reuse.Zeroed(r.dst[o], n)
 	}
 }
 

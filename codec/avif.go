@@ -3,6 +3,8 @@ package codec
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 func init() {
@@ -194,7 +196,7 @@ func (d *avifDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		}
 		if i == 0 {
 			// Only once a frame of the promised size came out.
-			d.rgba = grow(d.rgba, l.w*l.h*4)
+			d.rgba = reuse.Room(d.rgba, l.w*l.h*4)
 			if !l.hasAlpha {
 				for i := 3; i < len(d.rgba); i += 4 {
 					d.rgba[i] = 0xFF

@@ -1,6 +1,10 @@
 package codec
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
+)
 
 // avifCanvas assembles a grid's decoded tiles into one YUV image, so that
 // the whole image converts to RGB at once: chroma upsampling then blends
@@ -25,7 +29,7 @@ func (c *avifCanvas) start(t *av1Frame, w, h, tileW, tileH int) error {
 	if t.mono {
 		csize = 0
 	}
-	c.buf = grow(c.buf, ysize+2*csize) // at most 6 bytes a pixel of the image
+	c.buf = reuse.Room(c.buf, ysize+2*csize) // at most 6 bytes a pixel of the image
 	c.f = *t
 	c.f.w, c.f.h, c.f.ys, c.f.cs = w, h, w*bps, cw*bps
 	c.f.y = unsafe.Pointer(&c.buf[0])

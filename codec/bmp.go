@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // BMP decoding, written to agree with Pillow 13's BmpImagePlugin on every
@@ -302,9 +304,9 @@ func (d *bmpDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	c := o.color()
 	ch := c.Channels()
-	d.row = grow(d.row, 4*b.w)
+	d.row = reuse.Room(d.row, 4*b.w)
 	if b.comp == bmpRLE8 || b.comp == bmpRLE4 {
-		d.idx = grow(d.idx, b.w*b.h)
+		d.idx = reuse.Room(d.idx, b.w*b.h)
 		if err := rleDecode(d.idx, src, b.off, b.w, b.comp == bmpRLE4); err != nil {
 			return err
 		}

@@ -12,6 +12,8 @@ package codec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // Color is the pixel layout of decoded output, and what the channels of an
@@ -362,7 +364,7 @@ func (d *Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	// (a PNG's tRNS included); flattening that one buffer covers them all.
 	ro := o
 	ro.Color, ro.Background = RGBA, nil
-	d.flat = grow(d.flat, oh*ow*4)
+	d.flat = reuse.Room(d.flat, oh*ow*4)
 	if err := fd.Decode(d.flat, src, h, ro); err != nil {
 		return err
 	}

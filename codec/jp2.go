@@ -13,6 +13,8 @@ import (
 	"bytes"
 	"fmt"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 func init() {
@@ -194,9 +196,9 @@ func (d *jp2Decoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	c := o.color()
 	ch := c.Channels()
-	d.row = grow(d.row, 4*w)
+	d.row = reuse.Room(d.row, 4*w)
 	strip := max(1, min(hh, jp2StripSamples/(w*n)))
-	d.pix = grow(d.pix, strip*w*n)
+	d.pix = reuse.Room(d.pix, strip*w*n)
 	for y0 := 0; y0 < hh; y0 += strip {
 		k := min(strip, hh-y0)
 		if C.sl_jp2_rows(d.st, C.uint32_t(y0), C.uint32_t(k), (*C.uchar)(unsafe.Pointer(&d.pix[0])), C.size_t(k*w*n)) != 0 {

@@ -202,6 +202,8 @@ import (
 	"fmt"
 	"strings"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // jpegScalable: libjpeg-turbo lists every scaling factor m/8, m = 1..8
@@ -363,7 +365,7 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	case h.jpeg.components == 4:
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert by the options' rule.
-		d.cmyk = grow(d.cmyk, sh*sw*4)
+		d.cmyk = reuse.Room(d.cmyk, sh*sw*4)
 		if err := d.decompress(d.cmyk, src, sw, sh, 4, C.JCS_CMYK, o.FastUpsample); err != nil {
 			return err
 		}
@@ -432,12 +434,4 @@ func jpegOutSpace(c Color) C.J_COLOR_SPACE {
 		return C.JCS_EXT_BGRA
 	}
 	return C.JCS_EXT_RGB
-}
-
-// grow returns b resized to n bytes, reallocating only when it is too small.
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n, n+n/4)
-	}
-	return b[:n]
 }

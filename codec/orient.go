@@ -1,5 +1,7 @@
 package codec
 
+import "github.com/sluice-dev/sluice/internal/reuse"
+
 // OrientedDims is the size of an h×w image after EXIF orientation o:
 // orientations 5 to 8 transpose.
 func OrientedDims(h, w, o int) (oh, ow int) {
@@ -96,6 +98,6 @@ func storedTarget(dst []byte, scratch *[]byte, n int, h Header, o Options) ([]by
 	if !o.Orient || h.Orientation == 1 {
 		return dst, 1
 	}
-	*scratch = grow(*scratch, n)
+	*scratch = reuse.Room(*scratch, n)
 	return *scratch, h.Orientation
 }

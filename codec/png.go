@@ -10,6 +10,8 @@ import (
 	"image"
 	"image/png"
 	"io"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 const pngMagic = "\x89PNG\r\n\x1a\n"
@@ -147,7 +149,7 @@ func (d *pngDecoder) Decode(dst, src []byte, h Header, o Options) (err error) {
 	if b.Dx() != h.Width || b.Dy() != h.Height {
 		return formatErr(Corrupt, "PNG", "PNG decoded to %dx%d, header said %dx%d", b.Dx(), b.Dy(), h.Width, h.Height)
 	}
-	d.row = grow(d.row, 4*h.Width)
+	d.row = reuse.Room(d.row, 4*h.Width)
 	convertImage(dst, img, o.color(), d.row)
 	return nil
 }

@@ -3,6 +3,8 @@ package codec
 import (
 	"fmt"
 	"math"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // PNM (Netpbm) decoding: PBM, PGM and PPM, plain (P1-P3, ASCII) and raw
@@ -246,7 +248,7 @@ func (d *pnmDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	ch, w := c.Channels(), p.w
 	d.setLUT(p)
 	n := w * p.channels()
-	d.row = grow(d.row, 4*w)
+	d.row = reuse.Room(d.row, 4*w)
 	samples := d.row[:n]
 	t := pnmTokens{src: src, i: p.off}
 	raw := src[p.off:]
@@ -325,7 +327,7 @@ func (d *pnmDecoder) setLUT(p *pnmInfo) {
 	if p.maxval > 255 {
 		size = 65536
 	}
-	d.lut = grow(d.lut, size)
+	d.lut = reuse.Room(d.lut, size)
 	for v := range d.lut {
 		s := min(float64(m), math.RoundToEven(float64(v)/float64(p.maxval)*float64(m)))
 		if m == 65535 {

@@ -13,6 +13,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 func init() {
@@ -286,7 +288,7 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		return formatErr(Corrupt, "TIFF", "TIFF header changed from %dx%d to %dx%d", h.Width, h.Height, w, hh)
 	}
 	stride := w * l.spp * l.bytes
-	d.raw = grow(d.raw, hh*stride)
+	d.raw = reuse.Room(d.raw, hh*stride)
 	d.st.cap = C.int64_t(allocCap(h.Memory))
 	rc := C.sl_tiff_decode((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)),
 		C.uint64_t(tiffMaxAlloc(len(src), w*hh)), &l.info,
@@ -300,8 +302,8 @@ func (d *tiffDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	c := o.color()
 	out, orient := storedTarget(dst, &d.scratch, w*hh*c.Channels(), h, o)
-	d.row = grow(d.row, 4*w)
-	d.s8 = grow(d.s8, 4*w)
+	d.row = reuse.Room(d.row, 4*w)
+	d.s8 = reuse.Room(d.s8, 4*w)
 	var lut [256][4]byte
 	if l.kind == tiffPalette {
 		// 16-bit colour map entries keep their high byte, as in Pillow.

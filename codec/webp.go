@@ -80,6 +80,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 func init() {
@@ -363,7 +365,7 @@ func (d *webpDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	}
 	if c == Gray {
 		// Pillow's convert("L"): the luma, alpha ignored.
-		d.rgba = grow(d.rgba, h.Pixels()*4)
+		d.rgba = reuse.Room(d.rgba, h.Pixels()*4)
 		if err := d.decode(d.rgba, src, h.Width*4, h.Width, h.Height, RGBA); err != nil {
 			return err
 		}
@@ -428,7 +430,7 @@ func (d *webpDecoder) firstFrame(dst, src []byte, h Header, c Color) error {
 	clear(dst)
 	var err error
 	if c == Gray {
-		d.rgba = grow(d.rgba, 4*w*fh)
+		d.rgba = reuse.Room(d.rgba, 4*w*fh)
 		if err = d.decode(d.rgba, frame, 4*w, w, fh, RGBA); err == nil {
 			for r := 0; r < fh; r++ {
 				packRGBA(dst[(y+r)*h.Width+x:], d.rgba[4*w*r:4*w*(r+1)], Gray)

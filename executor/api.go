@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice-dev/sluice/internal/reuse"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -295,13 +296,13 @@ func RunShaped(x Executor, in [][][]byte, dims [][][]int, r *Result) error {
 	}
 	for o := range r.Outputs {
 		size := x.SampleBytes(o)
-		r.Outputs[o].Data = grow(r.Outputs[o].Data, n*size)
-		r.dst[o] = grow(r.dst[o], n)
+		r.Outputs[o].Data = reuse.Len(r.Outputs[o].Data, n*size)
+		r.dst[o] = reuse.Len(r.dst[o], n)
 		for s := range n {
 			r.dst[o][s] = Dest{Host: r.Outputs[o].Data[s*size : (s+1)*size]}
 		}
 	}
-	r.Errs = grow(r.Errs, n)
+	r.Errs = reuse.Len(r.Errs, n)
 	clear(r.Errs)
 	if dims == nil {
 		return x.RunInto(in, r.dst, r.Errs, nil)
@@ -311,12 +312,4 @@ func RunShaped(x Executor, in [][][]byte, dims [][][]int, r *Result) error {
 		return fmt.Errorf("this executor (%T) does not take decoded-image inputs", x)
 	}
 	return sr.RunShaped(in, dims, r.dst, r.Errs, nil)
-}
-
-// grow returns s with length n, reusing its array when large enough.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/reuse"
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -91,7 +92,7 @@ func (e *CPU) Steps() []Step {
 // over the workers, failed samples included: the per-operator split of
 // the pipeline's cost.
 func (e *CPU) Stats(st *Stats) {
-	st.StepNanos = grow(st.StepNanos, len(e.steps))
+	st.StepNanos = reuse.Len(st.StepNanos, len(e.steps))
 	clear(st.StepNanos)
 	for _, w := range e.workers {
 		for i := range w.nanos {
@@ -447,7 +448,7 @@ func (w *worker) unwanted(e *CPU, dst [][]Dest, s int) []bool {
 	if all {
 		return nil
 	}
-	w.skip = grow(w.skip, len(e.steps))
+	w.skip = reuse.Len(w.skip, len(e.steps))
 	for i := range w.skip {
 		w.skip[i] = true
 	}

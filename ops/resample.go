@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/bufpool"
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // The resampler behind resize and letterbox. It reproduces Pillow's
@@ -196,7 +197,7 @@ type simdLayout struct {
 func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool) {
 	t.in, t.out, t.f, t.aa, t.lo, t.hi = in, out, f, aa, lo, hi
 	t.hw.kind, t.vw.kind = 0, 0
-	t.start = grow(t.start, out)
+	t.start = reuse.Len(t.start, out)
 	if f == interpNearest {
 		t.buildNearest()
 		return
@@ -208,8 +209,8 @@ func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool)
 	kn := kernels[f]
 	ax := axisWindows{in, origin, scale, support}
 	t.taps = ax.taps(out)
-	t.k = grow(t.k, out*t.taps)
-	t.tmp = grow(t.tmp, t.taps)
+	t.k = reuse.Len(t.k, out*t.taps)
+	t.tmp = reuse.Len(t.tmp, t.taps)
 	ss := 1 / fs
 	for i := range out {
 		center, lo, hi := ax.window(i)
@@ -302,14 +303,6 @@ func (t *axisTable) buildNearest() {
 		t.start[i] = int32(min(max(int(x), 0), t.in-1))
 		x += a
 	}
-}
-
-// grow returns s with length n, reusing its array when large enough.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // resampler is the per-worker state of resize and letterbox.

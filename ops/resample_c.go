@@ -7,6 +7,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
 )
 
 // The resampler's passes run in C (resample.c), one call per pass per
@@ -43,7 +45,7 @@ func (t *axisTable) simdWeights(kind C.int) []int32 {
 	}
 	if l.kind != int(kind)+1 {
 		n := int(C.rs_wx_len(kind, C.int(t.taps), C.int(t.out)))
-		l.w = grow(l.w, n)
+		l.w = reuse.Len(l.w, n)
 		C.rs_wx_build(i32p(l.w), kind, i32p(t.k), C.int(t.taps), C.int(t.out))
 		l.kind = int(kind) + 1
 	}

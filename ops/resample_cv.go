@@ -1,6 +1,10 @@
 package ops
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluice-dev/sluice/internal/reuse"
+)
 
 // interp "opencv_linear": OpenCV's cv2.resize(..., interpolation=
 // INTER_LINEAR) on uint8 images, bit for bit. OpenCV's uint8 bilinear is
@@ -40,8 +44,8 @@ type cvAxis struct {
 // at both ends; vertical ones keep them (clip only rows, when reading).
 func (t *cvAxis) build(in, out int, horizontal bool) {
 	t.in, t.out = in, out
-	t.s = grow(t.s, out)
-	t.w = grow(t.w, 2*out)
+	t.s = reuse.Len(t.s, out)
+	t.w = reuse.Len(t.w, 2*out)
 	t.edge = out
 	scale := 1 / (float64(out) / float64(in))
 	for i := range out {
@@ -114,7 +118,7 @@ func (r *resampler) resampleCV(dst []byte, stride, dh, dw int, win rect, src []b
 	if cv.y.in != sh || cv.y.out != dh || len(cv.y.s) != dh {
 		cv.y.build(sh, dh, false)
 	}
-	cv.rows = grow(cv.rows, 2*wrow)
+	cv.rows = reuse.Len(cv.rows, 2*wrow)
 	buf := [2][]int32{cv.rows[:wrow], cv.rows[wrow:]}
 	held := [2]int{-1, -1} // the source row each buffer holds
 	row := func(sy int) []int32 {

@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/sluice-dev/sluice/internal/reuse"
+
 // The resampler's inner loops in Go: the reference that the C loops
 // (resample.c) must match byte for byte, and what the resampler ran before
 // them. They are written for Go's compiler:
@@ -256,7 +258,7 @@ func goVpass(dst []byte, dstride int, src []byte, sstride, n int, t *axisTable, 
 		case 4:
 			vrow4(out, row(0), row(1), row(2), row(3), k[0], k[1], k[2], k[3])
 		default:
-			acc = grow(acc, n)
+			acc = reuse.Len(acc, n)
 			for i := range acc {
 				acc[i] = rsHalf
 			}
