@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -89,12 +90,16 @@ func cmdFmt(args []string, stdout, stderr io.Writer) error {
 func cmdOps(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
 	md := fs.Bool("markdown", false, "print the reference in docs/pipelines.md (Markdown) instead")
+	js := fs.Bool("json", false, "print the operators' schemas as JSON instead, for programs")
 	if _, err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if *md {
 		opsMarkdown(stdout)
 		return nil
+	}
+	if *js {
+		return opsJSON(stdout)
 	}
 	for _, name := range ops.Names() {
 		s := ops.Lookup(name)
@@ -122,4 +127,46 @@ func cmdOps(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// opsJSON prints every operator's schema: what programs such as the
+// Python exporter read to learn what this build accepts.
+func opsJSON(stdout io.Writer) error {
+	type arg struct {
+		Name     string   `json:"name"`
+		Type     string   `json:"type"`
+		Doc      string   `json:"doc"`
+		Required bool     `json:"required"`
+		Default  string   `json:"default,omitempty"`
+		Enum     []string `json:"enum,omitempty"`
+	}
+	type op struct {
+		Name    string   `json:"name"`
+		Doc     string   `json:"doc"`
+		Inputs  []string `json:"inputs"`
+		Outputs []string `json:"outputs"`
+		Args    []arg    `json:"args"`
+	}
+	var all []op
+	for _, name := range ops.Names() {
+		s := ops.Lookup(name)
+		o := op{Name: name, Doc: s.Doc, Inputs: []string{}, Outputs: []string{}, Args: []arg{}}
+		for _, p := range s.Inputs {
+			o.Inputs = append(o.Inputs, p.Name)
+		}
+		for _, p := range s.Outputs {
+			o.Outputs = append(o.Outputs, p.Name)
+		}
+		for _, a := range s.Args {
+			x := arg{Name: a.Name, Type: a.Type.String(), Doc: a.Doc, Required: a.Required, Enum: a.Enum}
+			if !a.Required && a.Default.Type != 0 {
+				x.Default = a.Default.String()
+			}
+			o.Args = append(o.Args, x)
+		}
+		all = append(all, o)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", " ")
+	return enc.Encode(all)
 }

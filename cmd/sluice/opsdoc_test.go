@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
 
@@ -114,5 +116,43 @@ func sameAsServed(t *testing.T, c *pipeline.Compiled, served string) {
 	body := func(d string) string { return d[strings.Index(d, "\ninputs:"):] }
 	if got, want := body(c.Describe()), body(s.Describe()); got != want {
 		t.Errorf("%s's torchvision example differs from %s:\n%s\nwant\n%s", pipelinesDoc, served, got, want)
+	}
+}
+
+// TestOpsJSON: `sluice ops --json` lists every operator with its ports
+// and every argument as its schema declares it.
+func TestOpsJSON(t *testing.T) {
+	code, out, errOut := sluice("ops", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []struct {
+		Name    string
+		Inputs  []string
+		Outputs []string
+		Args    []struct {
+			Name, Type string
+			Required   bool
+			Enum       []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(ops.Names()) {
+		t.Fatalf("%d operators, want %d", len(got), len(ops.Names()))
+	}
+	for _, o := range got {
+		s := ops.Lookup(o.Name)
+		if s == nil || len(o.Inputs) != len(s.Inputs) || len(o.Outputs) != len(s.Outputs) || len(o.Args) != len(s.Args) {
+			t.Errorf("%s: %d inputs, %d outputs, %d args; the schema differs", o.Name, len(o.Inputs), len(o.Outputs), len(o.Args))
+			continue
+		}
+		for i, a := range o.Args {
+			want := s.Args[i]
+			if a.Name != want.Name || a.Type != want.Type.String() || a.Required != want.Required || len(a.Enum) != len(want.Enum) {
+				t.Errorf("%s.%s: %+v, schema %s %s", o.Name, a.Name, a, want.Name, want.Type)
+			}
+		}
 	}
 }

@@ -1,23 +1,16 @@
-"""What a sluice binary's operators accept, from `sluice ops`: lets callers
-(and the tests) tell whether an argument or value exists in that build."""
+"""What a sluice binary's operators accept, from `sluice ops --json`: lets
+callers (and the tests) tell whether an argument or value exists in that
+build."""
 
+import json
 import re
 import subprocess
 
 
 def sluice_capabilities(binary):
     """{op: {arg: set of allowed string values (empty when not an enum)}}."""
-    out = subprocess.run([binary, "ops"], capture_output=True, text=True, check=True).stdout
-    ops, cur = {}, None
-    for line in out.splitlines():
-        m = re.match(r"^(\w+) \(", line)
-        if m:
-            cur = ops.setdefault(m.group(1), {})
-            continue
-        m = re.match(r"^    (\w+)\s+(int|float|string|bool|ints|floats)\b(?:\s+\{([^}]*)\})?", line)
-        if m and cur is not None:
-            cur[m.group(1)] = set(m.group(3).split("|")) if m.group(3) else set()
-    return ops
+    out = subprocess.run([binary, "ops", "--json"], capture_output=True, text=True, check=True).stdout
+    return {op["name"]: {a["name"]: set(a.get("enum") or ()) for a in op["args"]} for op in json.loads(out)}
 
 
 def missing_features(binary, pipeline_text):
