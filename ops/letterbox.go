@@ -110,8 +110,7 @@ func (o *letterboxOp) Run(c *Ctx, in, out []*Tensor) error {
 	// The resampling is priced; the canvas's fill is a copy whose size the
 	// pipeline file fixes.
 	win := rect{0, 0, nh, nw}
-	work := resampleWork(sh, sw, nh, nw, win, ch, srcBox{0, 0, float32(sw), float32(sh)}, o.f, o.aa)
-	if err := c.Charge("letterbox", work, func() string { return resampleDetail(sh, sw, nh, nw, win, o.f, o.aa) }); err != nil {
+	if err := chargeResample(c, "letterbox", sh, sw, ch, nh, nw, win, o.f, o.aa, 0); err != nil {
 		return err
 	}
 	canvas, err := out[0].Reshape(Uint8, o.h, o.w, ch)

@@ -11,9 +11,7 @@ func (o *letterboxOp) GPU(c *Ctx, g *Geom, side []*Tensor) error {
 	r, nh, nw, top, left := o.geometry(g.H, g.W)
 	// Priced as Run prices it, so that a request is refused alike on
 	// either kind of instance.
-	win := rect{0, 0, nh, nw}
-	work := resampleWork(g.H, g.W, nh, nw, win, g.Color.Channels(), srcBox{0, 0, float32(g.W), float32(g.H)}, o.f, o.aa)
-	if err := c.Charge("letterbox", work, func() string { return resampleDetail(g.H, g.W, nh, nw, win, o.f, o.aa) }); err != nil {
+	if err := chargeResample(c, "letterbox", g.H, g.W, g.Color.Channels(), nh, nw, rect{0, 0, nh, nw}, o.f, o.aa, 0); err != nil {
 		return err
 	}
 	if nh < o.h || nw < o.w {

@@ -542,6 +542,15 @@ func resampleDetail(sh, sw, dh, dw int, win rect, f interp, aa bool) string {
 	return s
 }
 
+// chargeResample charges c, as op, before the work runs, for resampling
+// the whole sh×sw image of ch channels to dh×dw (the window win of it) with
+// f, plus extra units done beside it: what resize, letterbox and their GPU
+// steps price alike.
+func chargeResample(c *Ctx, op string, sh, sw, ch, dh, dw int, win rect, f interp, aa bool, extra float64) error {
+	work := float64(resampleWork(sh, sw, dh, dw, win, ch, srcBox{0, 0, float32(sw), float32(sh)}, f, aa)) + extra
+	return c.Charge(op, satWork(work), func() string { return resampleDetail(sh, sw, dh, dw, win, f, aa) })
+}
+
 // satWork converts an estimate made in float64, whose products of sizes
 // and taps may pass int64's range, to work units.
 func satWork(w float64) int64 {

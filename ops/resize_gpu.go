@@ -18,9 +18,7 @@ func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
 	// Priced as Run prices it (the whole resized image: a crop after it is
 	// not known yet), so that a request is refused alike on either kind of
 	// instance.
-	win := rect{0, 0, oh, ow}
-	work := resampleWork(g.H, g.W, oh, ow, win, g.Color.Channels(), srcBox{0, 0, float32(g.W), float32(g.H)}, o.f, o.aa)
-	if err := c.Charge("resize", work, func() string { return resampleDetail(g.H, g.W, oh, ow, win, o.f, o.aa) }); err != nil {
+	if err := chargeResample(c, "resize", g.H, g.W, g.Color.Channels(), oh, ow, rect{0, 0, oh, ow}, o.f, o.aa, 0); err != nil {
 		return err
 	}
 	g.Rs = [2]int{oh, ow}

@@ -68,18 +68,14 @@ func premultiplies(src *Tensor, f interp, oh, ow, sh, sw int) bool {
 // (per window sample).
 func (o *resizeOp) charge(c *Ctx, op string, oh, ow int, win rect, src *Tensor, sh, sw, ch int) error {
 	f := o.filter(src)
-	whole := srcBox{0, 0, float32(sw), float32(sh)}
-	var work int64
 	if !o.fourChannels(src) {
-		work = resampleWork(sh, sw, oh, ow, win, ch, whole, f, o.aa)
-	} else {
-		w := float64(resampleWork(sh, sw, oh, ow, win, 4, whole, f, o.aa)) + 4*float64(win.h)*float64(win.w)
-		if premultiplies(src, f, oh, ow, sh, sw) {
-			w += 4 * float64(sh) * float64(sw)
-		}
-		work = satWork(w)
+		return chargeResample(c, op, sh, sw, ch, oh, ow, win, f, o.aa, 0)
 	}
-	return c.Charge(op, work, func() string { return resampleDetail(sh, sw, oh, ow, win, f, o.aa) })
+	extra := 4 * float64(win.h) * float64(win.w)
+	if premultiplies(src, f, oh, ow, sh, sw) {
+		extra += 4 * float64(sh) * float64(sw)
+	}
+	return chargeResample(c, op, sh, sw, 4, oh, ow, win, f, o.aa, extra)
 }
 
 // resampleInto writes the window win of src's oh×ow resize into dst (rows
