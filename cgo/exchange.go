@@ -105,12 +105,10 @@ func (x *exchange) inputData(in *C.TRITONBACKEND_Input, name string, size uint64
 		}
 		return x.private(name, b)
 	}
-	// Copying allocates: bounded by what a request can hold.
-	if size > uint64(x.st.maxInput) {
-		return nil, &backend.Error{Code: backend.CodeInvalidArg,
-			Msg: fmt.Sprintf("input %s: too large: %d bytes, over the %d that max_batch_size × max_image_bytes allows", name, size, x.st.maxInput)}
+	dst, err := x.copySpace(name, size)
+	if err != nil {
+		return nil, err
 	}
-	dst := x.st.arena.take(int(size))
 	off := 0
 	for i := uint32(0); i < chunks; i++ {
 		b, err := inputBuffer(in, name, i)
@@ -149,15 +147,24 @@ func (x *exchange) private(name string, b []byte) ([]byte, error) {
 	if !volatile {
 		return b, nil
 	}
-	if int64(len(b)) > x.st.maxInput {
-		return nil, &backend.Error{Code: backend.CodeInvalidArg,
-			Msg: fmt.Sprintf("input %s: too large: %d bytes, over the %d that max_batch_size × max_image_bytes allows", name, len(b), x.st.maxInput)}
+	dst, err := x.copySpace(name, uint64(len(b)))
+	if err != nil {
+		return nil, err
 	}
-	dst := x.st.arena.take(len(b))
 	if err := faultsafe.Copy(dst, b); err != nil {
 		return nil, faultError(name, err)
 	}
 	return dst, nil
+}
+
+// copySpace takes room in the arena for a copy of an input of size bytes.
+// Copying allocates: bounded by what a request can hold.
+func (x *exchange) copySpace(name string, size uint64) ([]byte, error) {
+	if size > uint64(x.st.maxInput) {
+		return nil, &backend.Error{Code: backend.CodeInvalidArg,
+			Msg: fmt.Sprintf("input %s: too large: %d bytes, over the %d that max_batch_size × max_image_bytes allows", name, size, x.st.maxInput)}
+	}
+	return x.st.arena.take(int(size)), nil
 }
 
 func faultError(name string, err error) error {
