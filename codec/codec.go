@@ -152,50 +152,17 @@ type Header struct {
 	// the output (Limits.MaxMemory).
 	Work, Memory int64
 
-	format   int        // registry index + 1; 0 for a Header not made by Decoder
-	jpeg     jpegLayout // JPEG only
-	animated bool       // WebP only: an animation, of which the first frame
+	format   int      // registry index + 1; 0 for a Header not made by Decoder
+	jpeg     JPEGInfo // JPEG only
+	animated bool     // WebP only: an animation, of which the first frame
 }
 
 // Pixels is Width × Height, computed without overflow on 64-bit ints.
 func (h Header) Pixels() int { return h.Width * h.Height }
 
-// HuffmanSequential reports a baseline or extended sequential JPEG with
-// Huffman coding of 1 or 3 components: what GPU JPEG decoders take. Other
-// JPEGs (progressive, arithmetic, lossless, CMYK) and other formats are
-// for the CPU.
-func (h Header) HuffmanSequential() bool {
-	return (h.jpeg.sof == 0xC0 || h.jpeg.sof == 0xC1) && (h.jpeg.components == 1 || h.jpeg.components == 3)
-}
-
-// HuffmanProgressive reports a progressive JPEG with Huffman coding of 1 or
-// 3 components: what nvJPEG's CPU-Huffman decoder takes. Not one whose
-// script ends with refinement pending: libjpeg (and Pillow) smooth its
-// blocks, nvJPEG does not, and on an H200 with driver 580 its stream
-// parser refused one (Go's video-001.progressive.truncated.jpeg).
-func (h Header) HuffmanProgressive() bool {
-	return h.jpeg.sof == 0xC2 && (h.jpeg.components == 1 || h.jpeg.components == 3) && !h.jpeg.pending
-}
-
-// GreyFactorsAt is where a greyscale JPEG's sampling-factor byte lies in
-// the file when it says other than 1x1, else 0. Its one component's blocks
-// are coded the same whatever the factors (a one-component scan's unit is
-// one block, and libjpeg ignores them), but the hardware JPEG engines of an
-// H200 (driver 580) decode one saying 2x2 wrongly: the GPU executor gives
-// them a copy that says 1x1.
-func (h Header) GreyFactorsAt() int { return h.jpeg.greyFactorsAt }
-
-// Components is a JPEG's colour component count; 0 for other formats.
-func (h Header) Components() int { return h.jpeg.components }
-
-// ColorSpace is how a JPEG's components code colour, as libjpeg reads it
-// from the headers (what the CPU decode follows): a JFIF marker means
-// YCbCr; else an Adobe marker's transform 0 means RGB (3 components) or
-// CMYK (4), another one YCbCr or YCCK; else components named 'R', 'G', 'B'
-// mean RGB, 4 components CMYK, and 3 YCbCr. SpaceUnknown for other
-// formats. GPU JPEG decoders read 3 components as YCbCr: an RGB one
-// comes out in wrong colours there.
-func (h Header) ColorSpace() ColorSpace { return h.jpeg.space }
+// JPEG is what a JPEG's headers say of how it is coded; the zero
+// JPEGInfo for other formats.
+func (h Header) JPEG() JPEGInfo { return h.jpeg }
 
 // ScaledSize is the stored size decoded at scale m/8, rounded up as
 // libjpeg-turbo's TJSCALED does. Unscalable formats ignore m.

@@ -305,7 +305,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 	}
 	// Set even when the call failed harmlessly (a warning, or the
 	// subsampling below): libjpeg had read the headers.
-	h.jpeg.space = tjSpace(r.colorspace)
+	h.jpeg.Space = tjSpace(r.colorspace)
 	if r.rc != 0 {
 		msg := d.message()
 		// 2.1 refuses unusual chroma layouts here although
@@ -330,7 +330,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 	}
 	switch r.colorspace {
 	case C.TJCS_CMYK, C.TJCS_YCCK:
-		h.jpeg.components = 4
+		h.jpeg.Components = 4
 	}
 	return withMode(h), nil
 }
@@ -338,7 +338,7 @@ func (d *jpegDecoder) Header(src []byte, lim Limits) (Header, error) {
 // withMode sets the mode Pillow opens a JPEG in: "CMYK" for four
 // components (Decode's inks), else "L" or "RGB".
 func withMode(h Header) Header {
-	if h.jpeg.components == 4 {
+	if h.jpeg.Components == 4 {
 		h.Mode = ModeCMYK
 	}
 	return h
@@ -353,7 +353,7 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 	// Decode straight into dst when nothing follows; else into scratch.
 	out, orient := storedTarget(dst, &d.scratch, sh*sw*c.Channels(), h, o)
 	switch {
-	case h.jpeg.components == 4 && o.Inks && c.Channels() == 4:
+	case h.jpeg.Components == 4 && o.Inks && c.Channels() == 4:
 		// Pillow's mode "CMYK" (its rawmode "CMYK;I"): the stored samples
 		// inverted, unconverted.
 		if err := d.decompress(out, src, sw, sh, 4, C.JCS_CMYK, o.FastUpsample); err != nil {
@@ -362,7 +362,7 @@ func (d *jpegDecoder) Decode(dst, src []byte, h Header, o Options) error {
 		for i, v := range out[:sh*sw*4] {
 			out[i] = 255 - v
 		}
-	case h.jpeg.components == 4:
+	case h.jpeg.Components == 4:
 		// libjpeg has no CMYK to RGB conversion: decode the inks, then
 		// convert by the options' rule.
 		d.cmyk = reuse.Room(d.cmyk, sh*sw*4)

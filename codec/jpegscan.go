@@ -67,23 +67,45 @@ const MaxJPEGScans = 500
 // (extrapolated from the corpus's).
 const JPEGWorkPerPixel = 96
 
-// jpegLayout is what Header keeps of a JPEG for the decoder.
-type jpegLayout struct {
-	sof        byte // SOFn marker code
-	components int
-	space      ColorSpace // from libjpeg's header reader
-	// pending: a progressive script that ends with coefficients not
+// JPEGInfo is what a JPEG's headers say of how it is coded: the facts a
+// caller choosing among decoders weighs (the GPU executor's route), and
+// what the decoder here keeps of the walk. It states facts, not which
+// decoder takes them.
+type JPEGInfo struct {
+	SOF        byte // SOFn marker code: 0xC0 baseline, 0xC1 extended sequential, 0xC2 progressive, ...
+	Precision  int  // bits a sample
+	Components int
+	// Sampling is the first four components' sampling factors, as the
+	// frame header states them (0 = absent, 1 to 4).
+	Sampling [4]Sampling
+	// Space is how the components code colour, as libjpeg reads it from
+	// the headers (what the CPU decode follows): a JFIF marker means
+	// YCbCr; else an Adobe marker's transform 0 means RGB (3 components)
+	// or CMYK (4), another one YCbCr or YCCK; else components named 'R',
+	// 'G', 'B' mean RGB, 4 components CMYK, and 3 YCbCr.
+	Space ColorSpace
+	// Pending: a progressive script that ends with coefficients not
 	// refined to their last bit, which libjpeg decodes with block
 	// smoothing.
-	pending bool
-	// greyFactorsAt: where a one-component JPEG's sampling-factor byte
-	// lies in the file when it says other than 1x1; 0 otherwise.
-	greyFactorsAt int
+	Pending bool
+	// GreyFactorsAt: where a one-component JPEG's sampling-factor byte
+	// lies in the file when it says other than 1x1; 0 otherwise. Its
+	// blocks are coded the same whatever the factors (a one-component
+	// scan's unit is one block, and libjpeg ignores them), so a copy
+	// saying 1x1 decodes the same.
+	GreyFactorsAt int
 }
 
+// Sampling is a JPEG component's sampling factors, across and down.
+type Sampling struct{ H, V uint8 }
+
+// Huffman reports Huffman coding in one of the processes libjpeg-turbo
+// decodes: baseline, extended sequential or progressive.
+func (j JPEGInfo) Huffman() bool { return j.SOF == 0xC0 || j.SOF == 0xC1 || j.SOF == 0xC2 }
+
 // process names the coding process of a SOF marker for messages.
-func (l *jpegLayout) process() string {
-	switch l.sof {
+func (l *JPEGInfo) process() string {
+	switch l.SOF {
 	case 0xC0:
 		return "baseline"
 	case 0xC1:
@@ -108,7 +130,7 @@ func progressive(sof byte) bool { return sof == 0xC2 || sof == 0xC6 || sof == 0x
 
 // jpegScan is the result of walking a JPEG's marker structure.
 type jpegScan struct {
-	layout        jpegLayout
+	layout        JPEGInfo
 	width, height int
 	orientation   int // EXIF orientation, 0 when absent
 	scans         int
@@ -169,12 +191,12 @@ func scanJPEG(b []byte, lim Limits) (jpegScan, *Error) {
 	// A progressive or multi-scan JPEG is decoded into a buffer of every
 	// block's coefficients (2 bytes each) before any output: 6 bytes a
 	// pixel for 4:4:4 colour, 20 for 10 full-size components.
-	if err == nil && (progressive(s.layout.sof) || s.scans > 1) {
-		for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
+	if err == nil && (progressive(s.layout.SOF) || s.scans > 1) {
+		for i := 0; i < s.layout.Components && i < maxFrameComps; i++ {
 			s.coefBytes += int64(comps[i].blocks) * 128
 		}
 		if e := lim.overMemory("JPEG", s.coefBytes, func() string {
-			return fmt.Sprintf("coefficients of %d components of %dx%d, %d scans", s.layout.components, s.width, s.height, s.scans)
+			return fmt.Sprintf("coefficients of %d components of %dx%d, %d scans", s.layout.Components, s.width, s.height, s.scans)
 		}); e != nil {
 			return s, e
 		}
@@ -232,7 +254,7 @@ func (s *jpegScan) walk(b []byte, maxPixels int, comps *[maxFrameComps]frameComp
 		pos += n
 		switch {
 		case m >= 0xC0 && m <= 0xCF && m != mDHT && m != mDAC && m != 0xC8:
-			if s.layout.sof != 0 {
+			if s.layout.SOF != 0 {
 				return formatErr(Corrupt, "JPEG", "invalid JPEG structure: two SOF markers")
 			}
 			if err := s.readSOF(m, seg, pos-n+2, comps); err != nil {
@@ -244,7 +266,7 @@ func (s *jpegScan) walk(b []byte, maxPixels int, comps *[maxFrameComps]frameComp
 				return err
 			}
 		case m == mSOS:
-			if s.layout.sof == 0 {
+			if s.layout.SOF == 0 {
 				return formatErr(Corrupt, "JPEG", "invalid JPEG structure: SOS before SOF")
 			}
 			s.scans++
@@ -283,21 +305,25 @@ func (s *jpegScan) readSOF(m byte, seg []byte, at int, comps *[maxFrameComps]fra
 		// ("Unsupported JPEG process"). Saying so here, rather than
 		// letting libjpeg, also covers hierarchical files, whose several
 		// SOF markers would otherwise read as a corrupt structure.
-		s.layout.sof = m
+		s.layout.SOF = m
 		return formatErr(Unsupported, "JPEG", "%s JPEG (SOF%d) is not supported", s.layout.process(), m-0xC0)
 	}
-	s.layout.sof = m
+	s.layout.SOF = m
+	s.layout.Precision = int(seg[0])
 	s.height = int(seg[1])<<8 | int(seg[2])
 	s.width = int(seg[3])<<8 | int(seg[4])
-	s.layout.components = nc
+	s.layout.Components = nc
 	hmax, vmax := 1, 1
 	for i := 0; i < nc && i < maxFrameComps; i++ {
 		c := &comps[i]
 		c.id, c.h, c.v = seg[6+3*i], max(int(seg[7+3*i]>>4), 1), max(int(seg[7+3*i]&0x0F), 1)
 		hmax, vmax = max(hmax, c.h), max(vmax, c.v)
+		if i < len(s.layout.Sampling) {
+			s.layout.Sampling[i] = Sampling{seg[7+3*i] >> 4, seg[7+3*i] & 0x0F}
+		}
 	}
 	if nc == 1 && seg[7] != 0x11 {
-		s.layout.greyFactorsAt = at + 7
+		s.layout.GreyFactorsAt = at + 7
 	}
 	// A component has h×v blocks in each MCU of 8hmax × 8vmax pixels.
 	mcus := ((s.width + 8*hmax - 1) / (8 * hmax)) * ((s.height + 8*vmax - 1) / (8 * vmax))
@@ -321,7 +347,7 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	}
 	unit := 64 // work per block (see JPEGWorkPerPixel)
 	switch {
-	case !progressive(s.layout.sof):
+	case !progressive(s.layout.SOF):
 		started, fine = ^uint64(0), ^uint64(0) // a sequential scan codes its components fully
 	case ah == 0:
 		started = band
@@ -331,16 +357,16 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 	if al == 0 {
 		fine |= band
 	}
-	if s.layout.sof == 0xC9 || s.layout.sof == 0xCA { // arithmetic coding
+	if s.layout.SOF == 0xC9 || s.layout.SOF == 0xCA { // arithmetic coding
 		unit += 16 * bits.OnesCount64(band)
 	}
 	for k := 0; k < ns; k++ {
 		id := seg[1+2*k]
 		c := 0
-		for c < s.layout.components && c < maxFrameComps && comps[c].id != id {
+		for c < s.layout.Components && c < maxFrameComps && comps[c].id != id {
 			c++
 		}
-		if c == s.layout.components || c == maxFrameComps {
+		if c == s.layout.Components || c == maxFrameComps {
 			return formatErr(Corrupt, "JPEG", "JPEG scan names component %d, which the frame lacks", id)
 		}
 		comps[c].started |= started
@@ -353,13 +379,13 @@ func (s *jpegScan) readSOS(seg []byte, comps *[maxFrameComps]frameComp) *Error {
 }
 
 func (s *jpegScan) checkComplete(comps *[maxFrameComps]frameComp) *Error {
-	for i := 0; i < s.layout.components && i < maxFrameComps; i++ {
+	for i := 0; i < s.layout.Components && i < maxFrameComps; i++ {
 		c := &comps[i]
 		if c.started&1 == 0 {
 			return formatErr(Truncated, "JPEG", "%s JPEG ends before its last scan (component %d has no DC scan)",
 				s.layout.process(), c.id)
 		}
-		s.layout.pending = s.layout.pending || c.started&^c.fine != 0
+		s.layout.Pending = s.layout.Pending || c.started&^c.fine != 0
 	}
 	return nil
 }

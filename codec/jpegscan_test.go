@@ -453,8 +453,8 @@ func TestJPEGColorSpace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if hd.ColorSpace() != c.want {
-			t.Errorf("%s: colour space %v, want %v", c.name, hd.ColorSpace(), c.want)
+		if hd.JPEG().Space != c.want {
+			t.Errorf("%s: colour space %v, want %v", c.name, hd.JPEG().Space, c.want)
 		}
 	}
 	if dir, err := findCorpus(); err == nil {
@@ -462,12 +462,12 @@ func TestJPEGColorSpace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hd, err := d.Header(cmyk, Limits{}); err != nil || hd.ColorSpace() != SpaceCMYK {
-			t.Errorf("CMYK corpus file: %v, %v", hd.ColorSpace(), err)
+		if hd, err := d.Header(cmyk, Limits{}); err != nil || hd.JPEG().Space != SpaceCMYK {
+			t.Errorf("CMYK corpus file: %v, %v", hd.JPEG().Space, err)
 		}
 	}
-	if hd, err := d.Header(encodePNG(t, g), Limits{}); err != nil || hd.ColorSpace() != SpaceUnknown {
-		t.Errorf("PNG: %v, %v", hd.ColorSpace(), err)
+	if hd, err := d.Header(encodePNG(t, g), Limits{}); err != nil || hd.JPEG().Space != SpaceUnknown {
+		t.Errorf("PNG: %v, %v", hd.JPEG().Space, err)
 	}
 
 	// At quality 100 an RGB JPEG holds its pixels up to the DCT's
@@ -525,11 +525,10 @@ func TestJPEGCoefficientMemory(t *testing.T) {
 	}
 }
 
-// TestJPEGRefinePendingNotForNVJPEG: a script that ends with refinement
-// pending is not offered to nvJPEG's progressive decoder (libjpeg smooths
-// its blocks, nvJPEG does not); the full standard script and one that
-// never codes some coefficients are.
-func TestJPEGRefinePendingNotForNVJPEG(t *testing.T) {
+// TestJPEGRefinePendingFlag: a script that ends with refinement pending says
+// so (libjpeg smooths its blocks, which other decoders do not); the full
+// standard script and one that never codes some coefficients do not.
+func TestJPEGRefinePendingFlag(t *testing.T) {
 	c, ok := hostile.Named("jpeg-refine-pending")
 	if !ok {
 		t.Fatal("no jpeg-refine-pending case")
@@ -543,8 +542,9 @@ func TestJPEGRefinePendingNotForNVJPEG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHeaderFlag(t, "HuffmanProgressive", Header.HuffmanProgressive, []flagCase{
-		{"refinement pending", c.Make(), false}, {"standard script", full, true}, {"high frequencies never coded", lowPass, true}})
+	pending := func(h Header) bool { return h.JPEG().Pending }
+	wantHeaderFlag(t, "Pending", pending, []flagCase{
+		{"refinement pending", c.Make(), true}, {"standard script", full, false}, {"high frequencies never coded", lowPass, false}})
 }
 
 // flagCase is a JPEG and what a Header method should say of it.
@@ -588,8 +588,8 @@ func TestJPEGGreyFactors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(h Header) bool { return h.GreyFactorsAt() == i+11 }
-	none := func(h Header) bool { return h.GreyFactorsAt() == 0 }
+	at := func(h Header) bool { return h.JPEG().GreyFactorsAt == i+11 }
+	none := func(h Header) bool { return h.JPEG().GreyFactorsAt == 0 }
 	wantHeaderFlag(t, "GreyFactorsAt at the SOF's factors", at, []flagCase{{"grey 2x2", g22, true}, {"grey 1x1", g11, false}})
 	wantHeaderFlag(t, "GreyFactorsAt 0", none, []flagCase{{"grey 1x1", g11, true}, {"grey 2x2", g22, false},
 		{"colour 4:4:4", c444, true}, {"colour 4:2:0", encodeJPEG(t, gradientImage(32, 32), 90), true}})
@@ -597,5 +597,27 @@ func TestJPEGGreyFactors(t *testing.T) {
 	a, b := mustDecode(t, g11, Options{Color: Gray}), mustDecode(t, g22, Options{Color: Gray})
 	if !bytes.Equal(a.Pix, b.Pix) {
 		t.Error("the 2x2 grey JPEG decodes differently from the 1x1 one")
+	}
+}
+
+// TestJPEGInfoSampling: the frame header's sampling factors and precision
+// are read for each chroma layout libjpeg writes.
+func TestJPEGInfoSampling(t *testing.T) {
+	d := NewDecoder()
+	defer d.Close()
+	for _, luma := range [][2]int{{1, 1}, {2, 1}, {2, 2}, {1, 2}, {4, 1}} {
+		src, err := testimg.LibJPEG(noisyRGB(40, 24), 40, 24, testimg.LibJPEGOptions{Quality: 90, Luma: luma})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := d.Header(src, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := h.JPEG()
+		want := [4]Sampling{{uint8(luma[0]), uint8(luma[1])}, {1, 1}, {1, 1}}
+		if j.Sampling != want || j.Precision != 8 || j.Components != 3 || j.SOF != 0xC0 || !j.Huffman() {
+			t.Errorf("luma %v: %+v", luma, j)
+		}
 	}
 }

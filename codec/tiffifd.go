@@ -344,11 +344,11 @@ func (d *tiffIFD) jpegCost(b []byte, lim Limits) tiffJPEGCost {
 		c.work = min(c.work+int64(js.work), 1<<62)
 		c.scans += js.scans
 		c.most = max(c.most, js.scans)
-		if progressive(js.layout.sof) {
+		if progressive(js.layout.SOF) {
 			// libjpeg keeps every coefficient of a progressive image: 2
 			// bytes each, 64 a block, MCU padding aside.
 			blocks := int64((js.width+7)/8) * int64((js.height+7)/8)
-			c.coefs = max(c.coefs, blocks*int64(js.layout.components)*128)
+			c.coefs = max(c.coefs, blocks*int64(js.layout.Components)*128)
 		}
 	}
 	return c

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
@@ -137,7 +138,7 @@ func (e *Executor) parse(b *batch) {
 		}
 		smp.geom = g
 		if !e.chain.decoded {
-			e.route(z, smp)
+			e.decide(smp)
 			e.stageSrc(smp)
 		}
 	})
@@ -164,7 +165,7 @@ func (e *Executor) growSrcs(b *batch) {
 // parses every image of its call inside nvJPEG, then need not copy them
 // one after another.
 func (e *Executor) stageSrc(smp *sample) {
-	if !e.srcOn || !smp.hw && smp.path != PathHybrid {
+	if !e.srcOn || !smp.engines && smp.path != route.Hybrid {
 		return
 	}
 	n := len(smp.src)
@@ -174,7 +175,7 @@ func (e *Executor) stageSrc(smp *sample) {
 
 // input takes sample s of a decoded-image input: its shape checked as the
 // CPU executor checks it; read in place when it lies in this GPU's memory
-// (PathDevice), else copied as it came (PathInput).
+// (route.Device), else copied as it came (route.Input).
 func (e *Executor) input(b *batch, smp *sample, s int, budget *ops.Budget) error {
 	i := e.chain.in
 	dims := b.shape(i, s)
@@ -188,9 +189,9 @@ func (e *Executor) input(b *batch, smp *sample, s int, budget *ops.Budget) error
 	}
 	smp.h, smp.w, smp.c = dims[0], dims[1], dims[2]
 	smp.hdr = codec.Header{Height: smp.h, Width: smp.w}
-	smp.path = PathInput
+	smp.path = route.Input
 	if smp.dev.Ptr != 0 && smp.dev.Device == e.opt.Device {
-		smp.path = PathDevice
+		smp.path = route.Device
 	}
 	return nil
 }
@@ -283,58 +284,53 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	for s := start; s < end; s++ {
 		smp := &e.samples[s]
 		switch {
-		case smp.failed, smp.path == PathDevice: // nothing to decode or copy
-		case smp.hw && e.hw != nil: // split below between the engines and its route
+		case smp.failed, smp.path == route.Device: // nothing to decode or copy
+		case smp.engines: // split below between the engines and its path
 			hwList = append(hwList, s)
-		case smp.path == PathCPU, smp.path == PathNvjpegCPUHuffman, smp.path == PathSluiceCoefficients, smp.path == PathInput:
+		case smp.path.OnWorkers():
 			cpuList = append(cpuList, s)
 		default:
 			hyList = append(hyList, s)
 		}
 	}
-	// With the shared queue, the CPU workers take from the engines' JPEGs
-	// on a route of theirs (the coefficient route; nvJPEG's decoupled
-	// decoder over gpuHuffmanPixels), so the queue needs that decoder;
-	// without the queue, what the plan leaves takes the route it was given.
-	sp := e.split.plan(int(e.svc.busy.Load()), len(hwList))
-	steal := sp.queue > 0 && e.svc.huff != nil
-	if steal {
-		// The engines take from the front, the CPU workers from the
-		// back: they meet on the smallest images (decodeCPU has why).
-		e.largestFirst(hwList)
-	}
 	cores, cpuPx := 1, 0
 	if e.hw != nil {
 		cores = e.hw.cores
+	}
+	for _, s := range cpuList {
+		cpuPx += e.samples[s].w * e.samples[s].h
+	}
+	plan := e.split.Plan(len(hwList), int(e.svc.busy.Load()), e.decoders)
+	if plan.Queue > 0 {
+		// The engines take from the front, the CPU workers from the
+		// back: they meet on the smallest images (decodeCPU has why).
+		e.largestFirst(hwList)
 	}
 	px := e.hwPx[:0]
 	for _, s := range hwList {
 		px = append(px, e.samples[s].w*e.samples[s].h)
 	}
-	for _, s := range cpuList {
-		cpuPx += e.samples[s].w * e.samples[s].h
-	}
 	e.hwPx = px
-	planned := sp.count(px, cpuPx, cores)
-	if !steal && planned < len(hwList) {
-		// The rest take the route they were given: the coefficient
+	plan.Count(px, cpuPx, cores)
+	if plan.Queue == 0 && plan.Engines < len(hwList) {
+		// The rest take the path their decision gave: the coefficient
 		// route or decoupled on the CPU workers, or the batched hybrid
 		// decoder without either.
-		for _, s := range hwList[planned:] {
-			if p := e.samples[s].path; p == PathSluiceCoefficients || p == PathNvjpegCPUHuffman {
+		for _, s := range hwList[plan.Engines:] {
+			if e.samples[s].path.OnWorkers() {
 				cpuList = append(cpuList, s)
 			} else {
 				hyList = append(hyList, s)
 			}
 		}
-		hwList = hwList[:planned]
+		hwList = hwList[:plan.Engines]
 	}
 	// Shared, the CPU workers take from the back of the engines' queue;
 	// else each path's lanes take an even run each.
 	var q *twoEnds
 	var eng runs = &evenRuns{list: hwList}
-	if steal {
-		q = newTwoEnds(hwList, planned, sp.queue, cores)
+	if plan.Queue > 0 {
+		q = newTwoEnds(hwList, plan.Engines, plan.Queue, cores)
 		eng = q
 	}
 	hy := &evenRuns{list: hyList}
@@ -349,7 +345,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		r  runs
 		on bool
 		n  int // the images the path is planned to take
-	}{{e.hw, eng, len(hwList) > 0, planned}, {e.svc.hy, hy, len(hyList) > 0, len(hyList)}} {
+	}{{e.hw, eng, len(hwList) > 0, plan.Engines}, {e.svc.hy, hy, len(hyList) > 0, len(hyList)}} {
 		if !job.on {
 			continue
 		}
@@ -368,18 +364,19 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	wg.Wait()
 	engines, left := eng.taken()
 	for _, s := range engines {
-		e.samples[s].path = PathHardware
+		e.samples[s].path = route.Hardware
 	}
 	// What a lane failed on, and what no lane took (they could not
-	// start): libjpeg-turbo; a JPEG has no alpha, so its retry fits its
-	// slot (RGB, or the luma plane of a greyscale JPEG).
+	// start): the batched decoders' fallback (the engines' and the hybrid
+	// decoder's are libjpeg-turbo); a JPEG has no alpha, so its retry
+	// fits its slot (RGB, or the luma plane of a greyscale JPEG).
 	_, hyLeft := hy.taken()
 	retry = append(append(retry, left...), hyLeft...)
 	if len(retry) > 0 {
 		e.noteRetry(len(retry), retryErr)
 	}
 	for _, s := range retry {
-		e.samples[s].path = retryPath(e.samples[s].path)
+		e.samples[s].path = route.Fallback(route.Hardware)
 	}
 	e.decodeCPU(b, retry, nil)
 	for s := start; s < end; s++ {
@@ -400,13 +397,13 @@ func (e *Executor) largestFirst(list []int) {
 }
 
 // decodeOn runs one nvJPEG path's runs of n images on its lanes: the
-// engines' in as many calls at once as keep callLanes in flight when every
-// executor on the GPU decodes at once, the hybrid decoder's in up to
-// callLanes.
+// engines' in as many calls at once as keep EngineCalls in flight when
+// every executor on the GPU decodes at once, the hybrid decoder's in up to
+// EngineCalls.
 func (e *Executor) decodeOn(p *jpegPath, r runs, n int) ([]int, error) {
-	calls := callLanes
+	calls := e.set.EngineCalls
 	if p == e.hw {
-		calls = callsPerBatch(e.svc.executors())
+		calls = e.set.CallsPerBatch(e.svc.executors())
 	}
 	return p.decode(r, n, calls, e.samples, e.mem.base, e.fused, e.chain.dec, e.bind)
 }
@@ -433,23 +430,26 @@ func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
 	}
 	e.parallel(n, next, func(w *cpuWorker, s int) {
 		smp := &e.samples[s]
-		if smp.path == PathInput {
+		if smp.path == route.Input {
 			if err := w.upload(smp, e.mem.base); err != nil {
 				e.fail(b, s, e.decNm, err)
 			}
 			return
 		}
-		if smp.path == PathSluiceCoefficients || smp.path == PathNvjpegCPUHuffman {
-			if took, err := w.decodeOwn(s, smp, e.mem.base, e.fused, e.chain.dec); took {
-				if err == nil {
-					if w.coef.full() {
-						e.flushCoefficients(b, w)
-					}
-					return
+		// Each path the worker lacks the state of, or that fails,
+		// hands the sample to its fallback, down to libjpeg-turbo.
+		for smp.path != route.CPU {
+			took, err := w.decodeOwn(s, smp, e.mem.base, e.fused, e.chain.dec)
+			if took && err == nil {
+				if w.coef.full() {
+					e.flushCoefficients(b, w)
 				}
+				return
+			}
+			if took {
 				e.noteRetry(1, err)
 			}
-			smp.path = retryPath(smp.path)
+			smp.path = route.Fallback(smp.path)
 		}
 		e.decodeLibrary(b, w, s)
 	}, func(w *cpuWorker) { e.flushCoefficients(b, w) })
@@ -473,7 +473,7 @@ func (e *Executor) flushCoefficients(b *batch, w *cpuWorker) {
 	}
 	e.noteRetry(len(failed), err)
 	for _, s := range failed {
-		e.samples[s].path = retryPath(e.samples[s].path)
+		e.samples[s].path = route.Fallback(e.samples[s].path)
 		e.decodeLibrary(b, w, s)
 	}
 }

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/sluice-dev/sluice/codec"
@@ -43,29 +42,12 @@ type coefState struct {
 // for a test.
 var coefFlushBytes = 4 << 20
 
-// The route takes progressive JPEGs and the baseline ones the engines
-// leave to the CPU workers. For measurements against nvJPEG's decoupled
-// decoder, SLUICE_GPU_COEFFICIENTS=progressive leaves it the baseline
-// JPEGs, and =0 the progressive ones too.
-var coefRoute, coefSequential = coefSetting != "0", coefSetting != "0" && coefSetting != "progressive"
-
-var coefSetting = os.Getenv("SLUICE_GPU_COEFFICIENTS")
-
 func newCoefState() (*coefState, error) {
 	d, err := codec.NewCoefDecoder()
 	if err != nil {
 		return nil, err
 	}
 	return &coefState{dec: d}, nil
-}
-
-// takesCoefficients reports whether a JPEG nvJPEG would take goes to the
-// coefficient route where the CPU workers decode it: every one but those
-// over gpuHuffmanPixels, whose Huffman decoding on one thread would hold
-// their batch back. That bound also bounds the route's buffers. A
-// baseline JPEG may still go to the engines (route.go).
-func takesCoefficients(hdr codec.Header) bool {
-	return coefRoute && hdr.Pixels() <= gpuHuffmanPixels && (hdr.HuffmanProgressive() || coefSequential && hdr.HuffmanSequential())
 }
 
 // gather entropy-decodes sample s's JPEG into the worker's pinned buffer,

@@ -3,6 +3,7 @@ package gpu
 import (
 	"sync"
 
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -12,11 +13,11 @@ import (
 // jpegPath is one nvJPEG batched decoder of a GPU — the hardware JPEG
 // engines, or the GPU hybrid decoder — with a pool of lanes that the GPU's
 // executors share, each a decode state that takes one part of a batch in
-// one call. A batch's share goes to up to callsPerBatch lanes at once: nvJPEG
+// one call. A batch's share goes to up to route.Settings.CallsPerBatch lanes at once: nvJPEG
 // spreads a call over every engine, but parses its images on the calling
 // thread first, and a second call keeps the engines busy meanwhile.
 type jpegPath struct {
-	path  Path
+	path  route.Path
 	h     *nvjpeg.Handle
 	lanes []*lane
 	free  *pool[*lane] // the lanes not in use, shared by the executors
@@ -148,25 +149,14 @@ const (
 	minPerLane  = 8
 )
 
-// callLanes is how many calls the engines of a GPU should have in flight:
-// with one executor, two at once are faster than one or four, and with two
-// executors sharing the engines, a call each is faster than two each
-// (docs/perf.md).
-// SLUICE_GPU_HW_LANES overrides it for measurements.
-var callLanes = envInt("SLUICE_GPU_HW_LANES", 2)
-
-// callsPerBatch is how many lanes one batch's share takes at most, when
-// executors share the GPU's decoders: callLanes between them, one at least.
-func callsPerBatch(executors int) int { return max(1, callLanes/max(executors, 1)) }
-
 // newJPEGPath makes a decoder with n lanes; n = 0 sizes the hardware
 // decoder's pool from its engines, one call in flight per engine at most.
-func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
+func newJPEGPath(p route.Path, n, calls int) (j *jpegPath, err error) {
 	if err := nvjpeg.Init(); err != nil {
 		return nil, err
 	}
 	b := nvjpeg.GPUHybrid
-	if p == PathHardware {
+	if p == route.Hardware {
 		b = nvjpeg.Hardware
 	}
 	j = &jpegPath{path: p}
@@ -178,13 +168,13 @@ func newJPEGPath(p Path, n int) (j *jpegPath, err error) {
 	if j.h, err = nvjpeg.NewHandle(b); err != nil {
 		return nil, err
 	}
-	if p == PathHardware {
+	if p == route.Hardware {
 		if j.engines, j.cores, err = j.h.HardwareInfo(); err != nil {
 			return nil, err
 		}
 	}
 	if n <= 0 {
-		n = max(j.engines, callLanes)
+		n = max(j.engines, calls)
 	}
 	j.free = newPool[*lane](n)
 	for range n {
@@ -209,53 +199,10 @@ func (j *jpegPath) newState(cs *callState) (err error) {
 	if cs.st, err = j.h.NewState(); err != nil {
 		return err
 	}
-	if j.path == PathHardware {
+	if j.path == route.Hardware {
 		return j.h.BatchedPreAllocate(cs.st, 1, 1, 1, nvjpeg.CSS444, nvjpeg.OutputYUV)
 	}
 	return nil
-}
-
-// headerReader is nvJPEG's reading of a JPEG's header on one parser's
-// thread: a stream object, parsed once per JPEG (its headers only), gives
-// the chroma subsampling and answers whether the engines take the JPEG.
-// On the engines' handle; on the hybrid decoder's when the executor has
-// no engines.
-type headerReader struct {
-	h       *nvjpeg.Handle
-	js      *nvjpeg.JpegStream
-	engines bool // h is the engines'
-}
-
-func (j *jpegPath) newHeaderReader() (*headerReader, error) {
-	js, err := j.h.NewJpegStream()
-	if err != nil {
-		return nil, err
-	}
-	return &headerReader{h: j.h, js: js, engines: j.path == PathHardware}, nil
-}
-
-// read parses src's headers and returns its chroma subsampling.
-func (r *headerReader) read(src []byte) (nvjpeg.Subsampling, error) {
-	if err := r.js.Parse(r.h, src, true); err != nil {
-		return nvjpeg.CSSUnknown, err
-	}
-	return r.js.Subsampling()
-}
-
-// hwTakes reports whether the engines take the JPEG read last (they do
-// not take every subsampling or size).
-func (r *headerReader) hwTakes() bool {
-	if !r.engines {
-		return false
-	}
-	ok, err := r.h.BatchedSupported(r.js)
-	return err == nil && ok
-}
-
-func (r *headerReader) close() {
-	if r != nil {
-		r.js.Close()
-	}
 }
 
 // runs hands a path's lanes their runs of a part: start says how many
@@ -302,7 +249,7 @@ func (j *jpegPath) decode(r runs, n, calls int, samples []sample, base cuda.Devi
 	// (nvImageCodec's and DALI's "fancy upsampling" off): they then
 	// write each colour image's slot themselves, with no planes or
 	// conversion kernel.
-	rgb := j.path == PathHardware && dec.FastUpsample && dec.Color != ops.Gray
+	rgb := j.path == route.Hardware && dec.FastUpsample && dec.Color != ops.Gray
 	want := min(calls, max(n/minPerLane, 1))
 	lanes := make([]*lane, 1, want)
 	lanes[0] = j.free.get()

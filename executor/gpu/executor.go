@@ -1,5 +1,6 @@
 // Package gpu runs a compiled pipeline over batches on an NVIDIA GPU. Each
-// JPEG goes where route.go (and the files its comment names) decides:
+// JPEG goes where the route package decides, from the facts of its header
+// (read once, by codec):
 // baseline JPEGs to the GPU's hardware JPEG engines (all of them unless
 // HWShare, or by default other executors of the GPU being busy with a part
 // of 16 or more, moves a share of the batch's pixels to the coefficient
@@ -24,11 +25,10 @@
 // run it.
 //
 // The files: executor.go (the executor, its calls), batch.go (a batch's
-// parse, layout, decode and kernel), route.go (each JPEG's decoder, a
-// part's split between the engines and the CPU workers), decode.go and
-// huffman.go (nvJPEG's batched and decoupled decoders), coefficients.go
-// (the coefficient route),
-// workers.go (the CPU workers and the executor's parsers), service.go (the
+// parse, layout, decode and kernel), queue.go (carrying out route's
+// decisions: a sample's path, the queue the engines and the CPU workers
+// share), decode.go and huffman.go (nvJPEG's batched and decoupled
+// decoders), coefficients.go (the coefficient route), workers.go (the CPU workers and the executor's parsers), service.go (the
 // decoders one GPU's executors share), chain.go (the operators as one
 // kernel), deliver.go, arena.go and pool.go, and types.go (what they all
 // share).
@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/ops"
@@ -119,13 +120,15 @@ type Executor struct {
 	peers map[int]*cuda.Context
 	zeros []byte
 
-	mu      sync.Mutex
-	closed  bool
-	samples []sample
-	crops   []ops.Crop // crop_boxes: the batch's crops, chain.crops per image
-	split   splitter   // the engines' share of the JPEGs they take (route.go)
-	hwPx    []int      // runPart's pixels of the engine-decodable samples, kept for the next part
-	decoded [numPaths]atomic.Int64
+	mu       sync.Mutex
+	closed   bool
+	samples  []sample
+	crops    []ops.Crop     // crop_boxes: the batch's crops, chain.crops per image
+	set      route.Settings // read once per process (route.Env)
+	split    route.Splitter // the engines' share of the JPEGs they take
+	decoders route.Decoders // what the JPEG route may choose from
+	hwPx     []int          // runPart's pixels of the engine-decodable samples, kept for the next part
+	decoded  [route.NumPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
 	// again, and that path's last error: for tests and diagnosis.
 	retried   atomic.Int64
@@ -153,7 +156,8 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
 	}
-	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, split: newSplitter(opt.HWShare, shared)}
+	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, set: route.Env()}
+	e.split = e.set.NewSplitter(opt.HWShare, shared)
 	rest := prog.Nodes[1:]
 	if ch.decoded {
 		// No decode: an image fails at its input, and the kernel is all.
@@ -217,16 +221,13 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if e.svc, err = acquireService(opt.Device); err != nil {
 		return nil, err
 	}
-	nv := e.svc.hy
-	if e.split.share > 0 && e.svc.hw != nil {
-		e.hw, nv = e.svc.hw, e.svc.hw
+	if e.split.Engines() && e.svc.hw != nil {
+		e.hw = e.svc.hw
 	}
+	e.decoders = route.Decoders{Engines: e.hw != nil, Decoupled: e.svc.huff != nil,
+		DecoupledGPU: e.svc.huff != nil && e.svc.huff.gpuDec != nil}
 	for range opt.Workers {
-		z, err := newParser(ch, opt.Limits, nv)
-		if err != nil {
-			return nil, err
-		}
-		e.parsers = append(e.parsers, z)
+		e.parsers = append(e.parsers, newParser(ch, opt.Limits))
 	}
 	return e, nil
 }
@@ -303,7 +304,7 @@ func (e *Executor) Stats(st *executor.Stats) {
 		st.StepNanos[0] += st.Phases[2].N
 	}
 	st.Decoded = st.Decoded[:0]
-	for p := range Path(numPaths) {
+	for p := range route.NumPaths {
 		st.Decoded = append(st.Decoded, executor.Counter{Name: p.String(), N: e.decoded[p].Load()})
 	}
 	st.CrossDevice, st.CrossDeviceBytes = e.crossN.Load(), e.crossBytes.Load()

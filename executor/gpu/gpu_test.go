@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -63,7 +64,7 @@ func corpusFiles(t *testing.T) []string {
 	return files
 }
 
-// route is where the executor must decode an image, worked out here from
+// routeWant is where the executor must decode an image, worked out here from
 // the image's own header by the rules the executor states: the CPU for
 // anything that is not a JPEG; arithmetic-coded or lossless JPEGs; JPEGs
 // of other than 1 or 3 components (CMYK); RGB-coded ones (libjpeg's rule:
@@ -72,7 +73,7 @@ func corpusFiles(t *testing.T) []string {
 // 4:2:0 and 4:4:0. The rest go to nvJPEG: progressive ones to its
 // decoupled decoder (Huffman on a CPU thread), the others to the engines
 // or the decoupled decoder.
-type route struct {
+type routeWant struct {
 	cpu         string // why the CPU; "" for nvJPEG
 	gray        bool
 	progressive bool
@@ -82,16 +83,16 @@ type route struct {
 	either bool
 }
 
-func routeOf(b []byte) route {
+func routeOf(b []byte) routeWant {
 	if len(b) < 4 || b[0] != 0xFF || b[1] != 0xD8 {
-		return route{cpu: "not a JPEG"}
+		return routeWant{cpu: "not a JPEG"}
 	}
 	jfif, adobe, transform := false, false, -1
 	for i := 2; i+4 <= len(b); {
 		m := b[i+1]
 		switch {
 		case b[i] != 0xFF || m == 0xDA || m == 0xD9:
-			return route{cpu: "no frame header"}
+			return routeWant{cpu: "no frame header"}
 		case m == 0xFF:
 			i++
 			continue
@@ -109,38 +110,38 @@ func routeOf(b []byte) route {
 			adobe, transform = true, int(seg[11])
 		case m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC:
 			if m != 0xC0 && m != 0xC1 && m != 0xC2 {
-				return route{cpu: fmt.Sprintf("SOF%d coding", m-0xC0)}
+				return routeWant{cpu: fmt.Sprintf("SOF%d coding", m-0xC0)}
 			}
 			prog := m == 0xC2
 			if len(seg) < 6 || len(seg) < 6+3*int(seg[5]) {
-				return route{cpu: "short frame header"}
+				return routeWant{cpu: "short frame header"}
 			}
 			switch seg[5] {
 			case 1:
-				return route{gray: true, progressive: prog}
+				return routeWant{gray: true, progressive: prog}
 			case 3:
 			default:
-				return route{cpu: fmt.Sprintf("%d components", seg[5])}
+				return routeWant{cpu: fmt.Sprintf("%d components", seg[5])}
 			}
 			var id, h, v [3]int
 			for k := range 3 {
 				id[k], h[k], v[k] = int(seg[6+3*k]), int(seg[7+3*k]>>4), int(seg[7+3*k]&15)
 			}
 			if !jfif && (adobe && transform == 0 || !adobe && id == [3]int{'R', 'G', 'B'}) {
-				return route{cpu: "RGB-coded"}
+				return routeWant{cpu: "RGB-coded"}
 			}
 			sampling := fmt.Sprintf("sampling %dx%d,%dx%d,%dx%d", h[0], v[0], h[1], v[1], h[2], v[2])
 			if h[1] != h[2] || v[1] != v[2] || h[1] == 0 || v[1] == 0 || h[0]%h[1] != 0 || v[0]%v[1] != 0 ||
 				h[0]/h[1] > 2 || v[0]/v[1] > 2 {
-				return route{cpu: sampling}
+				return routeWant{cpu: sampling}
 			}
 			if h[1] != 1 || v[1] != 1 {
-				return route{cpu: sampling, either: true}
+				return routeWant{cpu: sampling, either: true}
 			}
-			return route{progressive: prog}
+			return routeWant{progressive: prog}
 		}
 	}
-	return route{cpu: "no frame header"}
+	return routeWant{cpu: "no frame header"}
 }
 
 // TestRouteOf checks routeOf against the corpus's MANIFEST.tsv, which
@@ -346,14 +347,14 @@ func TestGPUCoefficientsFlushEach(t *testing.T) {
 type testCorpus struct {
 	files  []string
 	imgs   [][]byte
-	routes []route
+	routes []routeWant
 	broken int
 }
 
 // loadCorpus reads the corpus's files and routes them.
 func loadCorpus(t *testing.T) *testCorpus {
 	tc := &testCorpus{files: corpusFiles(t)}
-	tc.routes = make([]route, len(tc.files))
+	tc.routes = make([]routeWant, len(tc.files))
 	for i, f := range tc.files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -386,7 +387,9 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 		// The queue on (as while other executors are busy), with a
 		// plan that leaves the CPU workers baseline JPEGs beside their
 		// own progressive ones and PNGs.
-		g.split = splitter{share: 0.3, queue: busyQueue}
+		set := route.Env()
+		set.BusyShare = 0.3
+		g.split = set.BusySplitter()
 	}
 	const batch = 64
 	var worstMean, worstMax float64
@@ -441,7 +444,7 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 					continue
 				}
 				mean, mx := compare(gv, wv, o.Spec, c)
-				if p := g.samples[s].path; strings.Contains(c.name, "opencv") && (p == PathCPU || p == PathSluiceCoefficients) && mx > 0.01 {
+				if p := g.samples[s].path; strings.Contains(c.name, "opencv") && (p == route.CPU || p == route.SluiceCoefficients) && mx > 0.01 {
 					// Decoded on the CPU workers, or through libjpeg's
 					// own IDCT on the GPU, so the same pixels: OpenCV's
 					// integer arithmetic gives the same levels (float
@@ -471,8 +474,8 @@ func matchCPU(t *testing.T, c pipeCase, dev int, share float64, hw bool, tc *tes
 		t.Errorf("none of the %d files under broken/ failed on both executors", broken)
 	}
 	want.check(t, d, hw && share != 0)
-	if share < 0 && hw && int(d[PathHardware].N) >= want.nvjpeg {
-		t.Errorf("shared queue: the engines decoded %d of the %d baseline JPEGs, the CPU workers none", d[PathHardware].N, want.nvjpeg)
+	if share < 0 && hw && int(d[route.Hardware].N) >= want.nvjpeg {
+		t.Errorf("shared queue: the engines decoded %d of the %d baseline JPEGs, the CPU workers none", d[route.Hardware].N, want.nvjpeg)
 	}
 }
 
@@ -498,7 +501,7 @@ type pathCounts struct {
 	cpuFiles                     []string // "name (why)"
 }
 
-func (p *pathCounts) add(file string, r route) {
+func (p *pathCounts) add(file string, r routeWant) {
 	switch {
 	case r.either:
 		p.either++
@@ -514,7 +517,7 @@ func (p *pathCounts) add(file string, r route) {
 	}
 }
 
-// check compares the executor's decode counts with the routes (route.go):
+// check compares the executor's decode counts with the routes (package route):
 // the CPU decoded exactly the images that need it (no fallback of
 // others); the hardware engines took some when they are on, none when
 // off, and no progressive JPEG; the coefficient route took some
@@ -523,15 +526,15 @@ func (p *pathCounts) add(file string, r route) {
 // engines did not, and the batched hybrid decoder nothing.
 func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	t.Helper()
-	hw, hy, cpu, coef := int(d[PathHardware].N), int(d[PathHybrid].N), int(d[PathCPU].N), int(d[PathSluiceCoefficients].N)
+	hw, hy, cpu, coef := int(d[route.Hardware].N), int(d[route.Hybrid].N), int(d[route.CPU].N), int(d[route.SluiceCoefficients].N)
 	switch {
-	case coef > p.huffman+p.nvjpeg+p.either-int(d[PathHardware].N):
+	case coef > p.huffman+p.nvjpeg+p.either-int(d[route.Hardware].N):
 		t.Errorf("the coefficient route took %d images, more than the %d JPEGs nvJPEG could take less the engines' %d",
-			coef, p.huffman+p.nvjpeg+p.either, d[PathHardware].N)
-	case coefRoute && p.huffman > 0 && coef == 0:
+			coef, p.huffman+p.nvjpeg+p.either, d[route.Hardware].N)
+	case route.Env().Coefficients != route.CoefficientsOff && p.huffman > 0 && coef == 0:
 		t.Errorf("the coefficient route took none of the %d progressive JPEGs", p.huffman)
 	}
-	dec := int(d[PathNvjpegCPUHuffman].N+d[PathNvjpegGPUHuffman].N) + coef
+	dec := int(d[route.NvjpegCPUHuffman].N+d[route.NvjpegGPUHuffman].N) + coef
 	total := p.nvjpeg + p.cpu + p.huffman + p.either
 	if hw+hy+cpu+dec != total {
 		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, decoupled %d), the GPU executor returned %d",

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -10,11 +11,11 @@ import (
 )
 
 // huffman is nvJPEG's decoupled decoders, for the JPEGs the coefficient
-// route does not take (over gpuHuffmanPixels, or all with the route off):
+// route does not take (over route.Settings.GPUHuffmanPixels, or all with the route off):
 // each CPU worker Huffman-decodes one image on its own thread, and the GPU
 // does the inverse DCT; libjpeg-turbo alone would do both on the CPU.
 // Large images go to the GPU hybrid decoupled decoder, which decodes
-// Huffman codes on the GPU (huffmanPath).
+// Huffman codes on the GPU (route.NvjpegGPUHuffman).
 type huffman struct {
 	h      *nvjpeg.Handle
 	dec    *nvjpeg.Decoder
@@ -97,22 +98,25 @@ func (s *huffState) close() {
 }
 
 // decodeHuffman decodes a JPEG into its arena slot (through its planes, as
-// the batched decoders do) and waits, recording the state it took in
-// smp.path. An error leaves the sample to be decoded on the CPU.
+// the batched decoders do) on the decoupled state its path names, and
+// waits; a path this worker lacks the state of, or whose decode fails,
+// takes its fallback (the CPU-Huffman state after the GPU-Huffman one),
+// recorded in smp.path. An error leaves the sample to be decoded on the
+// CPU.
 func (w *cpuWorker) decodeHuffman(smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) error {
 	s := w.huff
 	w.conv.reset()
 	img := w.conv.planes(smp, base, dec)
-	smp.path = huffmanPath(smp.w, smp.h, s.gpu != nil)
-	st := s.st
-	if smp.path == PathNvjpegGPUHuffman {
-		st = s.gpu
+	if smp.path == route.NvjpegGPUHuffman && s.gpu == nil {
+		smp.path = route.Fallback(smp.path)
 	}
-	err := st.Decode(smp.src, &img, w.stream)
-	if err != nil && st == s.gpu {
-		// Not every stream suits the GPU's Huffman decoding: the CPU's
-		// then, on the other state.
-		smp.path = PathNvjpegCPUHuffman
+	var err error
+	if smp.path == route.NvjpegGPUHuffman {
+		if err = s.gpu.Decode(smp.src, &img, w.stream); err != nil {
+			smp.path = route.Fallback(smp.path)
+		}
+	}
+	if smp.path == route.NvjpegCPUHuffman {
 		err = s.st.Decode(smp.src, &img, w.stream)
 	}
 	if err == nil {

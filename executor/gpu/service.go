@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/debounce"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 )
@@ -93,12 +94,12 @@ func newService(dev int) (s *service, err error) {
 			s.close()
 		}
 	}()
-	if s.hy, err = newJPEGPath(PathHybrid, hybridLanes); err != nil {
+	if s.hy, err = newJPEGPath(route.Hybrid, hybridLanes, route.Env().EngineCalls); err != nil {
 		return nil, err
 	}
 	// Not every GPU has JPEG engines: without them the hybrid decoder
 	// takes everything.
-	s.hw, _ = newJPEGPath(PathHardware, 0)
+	s.hw, _ = newJPEGPath(route.Hardware, 0, route.Env().EngineCalls)
 	// Without it progressive JPEGs decode on the CPU alone.
 	s.huff, _ = newHuffman()
 	n := runtime.GOMAXPROCS(0)

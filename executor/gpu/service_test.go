@@ -10,18 +10,9 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/gputest"
 )
-
-// TestCallsPerBatch: callLanes calls in flight on a GPU's engines when
-// every executor sharing them decodes at once, one a batch at least.
-func TestCallsPerBatch(t *testing.T) {
-	for _, c := range []struct{ executors, want int }{{0, callLanes}, {1, callLanes}, {callLanes, 1}, {callLanes + 1, 1}, {64, 1}} {
-		if got := callsPerBatch(c.executors); got != c.want {
-			t.Errorf("%d executors: %d calls a batch, want %d", c.executors, got, c.want)
-		}
-	}
-}
 
 // TestGPUSharedService runs two executors of different pipelines on one GPU
 // at once: they share one decode service, each gets the outputs it gets
@@ -44,7 +35,7 @@ func TestGPUSharedService(t *testing.T) {
 	in := [][][]byte{imgs}
 	// Alone, one after the other.
 	alone := make([][][]byte, len(texts))
-	alonePaths := make([][]Path, len(texts))
+	alonePaths := make([][]route.Path, len(texts))
 	for i, text := range texts {
 		e, err := New(compile(t, text), executor.Options{HWShare: 1})
 		if err != nil {
@@ -80,8 +71,8 @@ func TestGPUSharedService(t *testing.T) {
 	}
 	// Their batches then go to the engines in one call each (the outputs
 	// must not depend on it: compared with alone's two below).
-	if n := execs[0].svc.executors(); n != 2 || callsPerBatch(n) != 1 {
-		t.Errorf("the service counts %d executors, %d engine calls a batch; want 2 and 1", n, callsPerBatch(n))
+	if n := execs[0].svc.executors(); n != 2 || execs[0].set.CallsPerBatch(n) != 1 {
+		t.Errorf("the service counts %d executors, %d engine calls a batch; want 2 and 1", n, execs[0].set.CallsPerBatch(n))
 	}
 	var wg sync.WaitGroup
 	for i, e := range execs {
@@ -139,8 +130,8 @@ func serviceCount() int {
 }
 
 // paths lists the decoder of each sample of e's last batch.
-func paths(e *Executor) []Path {
-	p := make([]Path, len(e.samples))
+func paths(e *Executor) []route.Path {
+	p := make([]route.Path, len(e.samples))
 	for s := range e.samples {
 		p[s] = e.samples[s].path
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -320,7 +321,7 @@ func TestGPUDecodedInput(t *testing.T) {
 			var st executor.Stats
 			g.Stats(&st)
 			for _, d := range st.Decoded {
-				if d.Name == PathInput.String() && d.N != int64(good) {
+				if d.Name == route.Input.String() && d.N != int64(good) {
 					t.Errorf("%d images counted as %s, want %d", d.N, d.Name, good)
 				}
 			}
@@ -406,8 +407,8 @@ func TestGPUDeviceInput(t *testing.T) {
 	if !slices.Equal(out[:3*sz], host.Outputs[0].Data[:3*sz]) {
 		t.Error("outputs from device memory differ from those from host memory")
 	}
-	count := func(st executor.Stats, p Path) int64 { return st.Decoded[p].N }
-	if d, in := count(st1, PathDevice)-count(st0, PathDevice), count(st1, PathInput)-count(st0, PathInput); d != 3 || in != 0 {
+	count := func(st executor.Stats, p route.Path) int64 { return st.Decoded[p].N }
+	if d, in := count(st1, route.Device)-count(st0, route.Device), count(st1, route.Input)-count(st0, route.Input); d != 3 || in != 0 {
 		t.Errorf("read in place %d, copied %d; want 3 and 0", d, in)
 	}
 }

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/reclaim"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
@@ -40,27 +41,19 @@ func newCPUWorker(huff *huffman) (*cpuWorker, error) {
 }
 
 // parser is one executor's state for parsing a batch's samples on one
-// thread: codec's header reader, nvJPEG's (with the engines' support
-// check), the operators' context and the side-output tensors their size
-// rules fill. An executor's parsers are its own, so that it parses its
+// thread: codec's header reader (whose facts route the JPEG: its header is
+// read once), the operators' context and the side-output tensors their
+// size rules fill. An executor's parsers are its own, so that it parses its
 // next batch while the service's workers decode another executor's.
 type parser struct {
 	hdr   *codec.Decoder
-	nv    *headerReader
 	ctx   ops.Ctx
 	side  [][]ops.Tensor  // per stage, per side port
 	sideP [][]*ops.Tensor // pointers to side, as GPU takes them
 }
 
-// newParser makes a parser whose nvJPEG header reader is on nv's handle:
-// the engines', or the hybrid decoder's when the executor has none.
-func newParser(ch *chain, lim ops.Limits, nv *jpegPath) (*parser, error) {
+func newParser(ch *chain, lim ops.Limits) *parser {
 	z := &parser{hdr: codec.NewDecoder(), ctx: ops.Ctx{Limits: lim}}
-	var err error
-	if z.nv, err = nv.newHeaderReader(); err != nil {
-		z.close()
-		return nil, err
-	}
 	for _, st := range ch.stages {
 		ts := make([]ops.Tensor, len(st.side))
 		ps := make([]*ops.Tensor, len(st.side))
@@ -70,13 +63,10 @@ func newParser(ch *chain, lim ops.Limits, nv *jpegPath) (*parser, error) {
 		z.side = append(z.side, ts)
 		z.sideP = append(z.sideP, ps)
 	}
-	return z, nil
+	return z
 }
 
-func (z *parser) close() {
-	z.hdr.Close()
-	z.nv.close()
-}
+func (z *parser) close() { z.hdr.Close() }
 
 // bindSide points stage k's side outputs that are pipeline outputs at
 // sample s's destination: its host buffer, or for device memory its place
@@ -141,17 +131,17 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 }
 
 // decodeOwn decodes sample s on its GPU-side path that runs on the
-// worker's thread (PathSluiceCoefficients, gathered until the worker's next
-// coefState.flush; PathNvjpegCPUHuffman); took is false where the worker lacks
-// that path's state.
+// worker's thread (route.SluiceCoefficients, gathered until the worker's
+// next coefState.flush; nvJPEG's decoupled paths); took is false where the
+// worker lacks that path's state.
 func (w *cpuWorker) decodeOwn(s int, smp *sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (took bool, err error) {
 	switch {
 	case w == nil:
-	case smp.path == PathSluiceCoefficients && w.coef != nil:
+	case smp.path == route.SluiceCoefficients && w.coef != nil:
 		err := w.coef.gather(s, smp, base, dec)
 		w.held(len(w.coef.pinned))
 		return true, err
-	case smp.path == PathNvjpegCPUHuffman && w.huff != nil:
+	case (smp.path == route.NvjpegCPUHuffman || smp.path == route.NvjpegGPUHuffman) && w.huff != nil:
 		return true, w.decodeHuffman(smp, base, f, dec)
 	}
 	return false, nil

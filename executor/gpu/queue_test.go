@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/executor"
+	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/gputest"
 	"github.com/sluice-dev/sluice/internal/hostile/hostiletest"
 	"github.com/sluice-dev/sluice/internal/testimg"
@@ -63,7 +64,7 @@ func TestGPURGBJPEG(t *testing.T) {
 	if err != nil || got.Errs[0] != nil {
 		t.Fatalf("GPU: %v %v", err, got.Errs)
 	}
-	if p := g.samples[0].path; p != PathCPU {
+	if p := g.samples[0].path; p != route.CPU {
 		t.Errorf("an RGB-coded JPEG went to the %s decoder, want cpu", p)
 	}
 	mean, mx := compare(values(got.Outputs[0].Data, got.Outputs[0].Spec.DType), wantPix, got.Outputs[0].Spec, cases()[0])
@@ -120,7 +121,7 @@ func TestGPUGreyFactors(t *testing.T) {
 		if !bytes.Equal(in[s], orig[s]) {
 			t.Errorf("image %d: the batch's source was changed", s)
 		}
-		if p := g.samples[s].path; p != PathHardware {
+		if p := g.samples[s].path; p != route.Hardware {
 			t.Errorf("image %d (factors %s): decoded on the %s path, want hardware", s, map[bool]string{true: "2x2", false: "1x1"}[s%2 == 0], p)
 		}
 	}
@@ -132,60 +133,6 @@ func TestGPUGreyFactors(t *testing.T) {
 		if mean > 0.5 || mx > 4 {
 			t.Errorf("image %d: mean |diff| %.3f, max %.2f from the CPU on the 0..255 scale (bounds 0.5, 4)", s, mean, mx)
 		}
-	}
-}
-
-// TestSplitter: the share of the pixels, what the CPU workers have already
-// counted against theirs, rounded up to whole rounds of the engines'
-// cores; a negative one is the default, busyHWShare with busyQueue while
-// other executors are busy when the executor's threads share the cores, a
-// set one whatever the others do.
-func TestSplitter(t *testing.T) {
-	same := func(n, p int) []int { return slices.Repeat([]int{p}, n) }
-	sp := newSplitter(0.5, true)
-	if n := sp.count(same(64, 100), 0, 1); n != 32 {
-		t.Errorf("64 images at 0.5: %d to the engines, want 32", n)
-	}
-	if p := sp.plan(3, 64); p != sp {
-		t.Errorf("a set 0.5 with 3 executors busy: planned %+v, want it kept", p)
-	}
-	if n := sp.count(same(10, 100), 0, 4); n != 8 {
-		t.Errorf("10 images with 4 cores a round: %d, want 8 (5 rounded up to whole rounds)", n)
-	}
-	if n := sp.count(same(64, 100), 1600, 1); n != 40 {
-		t.Errorf("64 images beside 1,600 CPU pixels at 0.5: %d to the engines, want 40", n)
-	}
-	if n := sp.count(same(64, 100), 6400, 1); n != 64 {
-		t.Errorf("64 images beside as many CPU pixels at 0.5: %d to the engines, want all", n)
-	}
-	if n := sp.count([]int{100, 100, 1000}, 0, 1); n != 2 {
-		t.Errorf("a large image last at 0.5: %d to the engines, want 2 (the large one to the CPU)", n)
-	}
-	for _, shared := range []bool{true, false} {
-		d := newSplitter(-1, shared)
-		for busy := range 4 {
-			want, queue := 64, 0.0
-			if shared && busy > 1 {
-				want, queue = int(64*busyHWShare), busyQueue
-			}
-			p := d.plan(busy, 64)
-			if n := p.count(same(64, 100), 0, 1); n != want || p.queue != queue {
-				t.Errorf("default, threads shared %v, %d executors busy: %d of 64 to the engines, queue %g; want %d, %g", shared, busy, n, p.queue, want, queue)
-			}
-		}
-		// A part smaller than minSharedPart stays on the engines, busy or not.
-		if p := d.plan(2, minSharedPart-1); p.queue != 0 || p.count(same(minSharedPart-1, 100), 0, 1) != minSharedPart-1 {
-			t.Errorf("default, threads shared %v, 2 busy, %d images: planned %+v, want every one on the engines", shared, minSharedPart-1, p)
-		}
-		if n := d.plan(2, 64).count(same(64, 100), 2200, 1); n != 64 {
-			t.Errorf("default, %d executors busy, over a quarter of the pixels on the CPU already: %d of 64 to the engines, want all", 2, n)
-		}
-	}
-	if z := newSplitter(0, true); z.count(same(64, 100), 0, 4) != 0 {
-		t.Errorf("share 0 sent %d to the engines", z.count(same(64, 100), 0, 4))
-	}
-	if n := sp.count(nil, 500, 4); n != 0 {
-		t.Errorf("no engine-decodable image: %d", n)
 	}
 }
 
