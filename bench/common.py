@@ -179,12 +179,14 @@ def error_of(e):
     return {"error": f"{type(e).__name__}: {short_error(e)}"}
 
 
-def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, instances=1, hw_share=None, boxes=None):
+def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, instances=1, hw_share=None, boxes=None,
+                 trace=None):
     """`sluice bench --json` over the images of dirs: its result, with the
     command; or {"error": ...} (and what else is known) when it failed.
     gpus: device ordinals, comma-separated ("": the CPU executor);
     workers 0 and hw_share None: sluice bench's defaults; boxes: the
-    --boxes file of a pipeline with a boxes input."""
+    --boxes file of a pipeline with a boxes input; trace: where the GPU
+    executor's timeline goes (bench/timeline.py reads it)."""
     cmd = [str(binary), "bench", "--json", "--pipeline", str(pipeline), "--batch", str(batch),
            "--duration", f"{seconds:g}s"]
     if gpus:
@@ -197,6 +199,8 @@ def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, ins
         cmd += ["--instances", str(instances)]
     if boxes is not None:
         cmd += ["--boxes", str(boxes)]
+    if trace is not None:
+        cmd += ["--trace", str(trace)]
     cmd += [str(d) for d in dirs]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)

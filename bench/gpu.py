@@ -113,9 +113,12 @@ class Sluice(Contender):
 
     def measure(self, batch):
         a = self.args
+        trace = None
+        if a.trace_dir:
+            trace = pathlib.Path(a.trace_dir) / f"{self.name}-{self.kdir.name}-{batch}.json"
         return common.sluice_bench(a.sluice, self.pipeline, [self.kdir], batch, a.seconds,
                                    gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
-                                   instances=self.instances, hw_share=a.hw_share)
+                                   instances=self.instances, hw_share=a.hw_share, trace=trace)
 
 
 class InProcess(Contender):
@@ -435,6 +438,7 @@ def main():
     ap.add_argument("--only", default=",".join(DEFAULT_ONLY),
                     help="comma-separated subset of " + ",".join(CONTENDERS) + " (default: all but nvimgcodec-*)")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of: " + ", ".join(KINDS))
+    ap.add_argument("--trace-dir", help="write each Sluice cell's GPU timeline here (bench/timeline.py reads them)")
     ap.add_argument("--json-out")
     ap.add_argument("--md-out")
     args = ap.parse_args()

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bench import common, gpu
+from bench import common, gpu, timeline
 
 
 def test_fast_upsampling_pipeline_sets_the_argument_once(tmp_path):
@@ -121,3 +121,21 @@ def test_rounds_on_the_cpu_executor(sluice_bin, corpus, tmp_path):
         assert len(rates) == 3 and min(rates) > 0, rates
         assert row[c]["images_per_sec"] == sorted(rates)[1]
     assert "3 rounds" in r.stdout and "| grayscale (10) | 8 |" in r.stdout, r.stdout
+
+
+def test_timeline_busy_shares_and_strip():
+    # Two lanes over a 1 s window: one busy for the first half in two
+    # overlapping spans, one idle; a worker busy throughout.
+    trace = {"seconds": 1.0, "spans": [
+        {"actor": "engines", "index": 0, "step": "call", "n": 8, "start_us": 0, "end_us": 300_000},
+        {"actor": "engines", "index": 0, "step": "call", "n": 8, "start_us": 200_000, "end_us": 500_000},
+        {"actor": "engines", "index": 1, "step": "call", "n": 0, "start_us": 2_000_000, "end_us": 2_100_000},
+        {"actor": "worker", "index": 3, "step": "image", "n": 1, "start_us": 0, "end_us": 1_000_000},
+        {"actor": "worker", "index": 3, "step": "flush", "n": 4, "start_us": 900_000, "end_us": 1_000_000},
+    ]}
+    lines = timeline.summarise(trace, window=1.0, start=0.0, slices=10)
+    rows = {line.split("|")[1].strip(): line for line in lines if line.startswith("| ") and "actor" not in line}
+    assert "| 50% |" in rows["engines 0"] and "`#####.....`" in rows["engines 0"] and "| 16 |" in rows["engines 0"]
+    assert "| 0% |" in rows["engines 1"]
+    assert "| 100% |" in rows["worker 3"] and "flush 10%, image 100%" in rows["worker 3"]
+    assert lines[-1] == "Mean busy share: engines 25% (2), worker 100% (1)"

@@ -361,7 +361,9 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		}()
 	}
 	e.decodeCPU(b, cpuList, q)
+	tw := time.Now()
 	wg.Wait()
+	trace(ActorExecutor, e.id, StepWait, len(hwList)+len(hyList), tw)
 	engines, left := eng.taken()
 	for _, s := range engines {
 		e.samples[s].path = route.Hardware
@@ -386,7 +388,10 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	}
 	t1 := time.Now()
 	e.nanos[1].Add(int64(t1.Sub(t0)))
-	return e.launch(b, start, end, t1)
+	trace(ActorExecutor, e.id, StepDecode, end-start, t0)
+	err := e.launch(b, start, end, t1)
+	trace(ActorExecutor, e.id, StepKernel, end-start, t1)
+	return err
 }
 
 // largestFirst sorts samples by their pixels, largest first.
@@ -429,6 +434,9 @@ func (e *Executor) decodeCPU(b *batch, list []int, q *twoEnds) {
 		return q.back()
 	}
 	e.parallel(n, next, func(w *cpuWorker, s int) {
+		if w != nil {
+			defer trace(ActorWorker, w.id, StepImage, 1, time.Now())
+		}
 		smp := &e.samples[s]
 		if smp.path == route.Input {
 			if err := w.upload(smp, e.mem.base); err != nil {
@@ -467,7 +475,12 @@ func (e *Executor) decodeLibrary(b *batch, w *cpuWorker, s int) {
 // to the GPU; if that fails, each of those images is decoded again on the
 // CPU, which also names the error.
 func (e *Executor) flushCoefficients(b *batch, w *cpuWorker) {
+	t := time.Now()
+	n := len(w.coef.pending)
 	failed, err := w.coef.flush(e.fused, w.stream)
+	if n > 0 {
+		trace(ActorWorker, w.id, StepFlush, n, t)
+	}
 	if err == nil {
 		return
 	}

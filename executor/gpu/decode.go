@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"sync"
+	"time"
 
 	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/kernels"
@@ -29,6 +30,7 @@ type jpegPath struct {
 // lane is one batched-decode state with its own stream and pinned staging
 // for the encoded bytes.
 type lane struct {
+	id     int // its number in the path's pool, for traces
 	main   callState
 	grey   callState // the greyscale JPEGs' call beside main's RGB one (created when first needed)
 	stream cuda.Stream
@@ -178,7 +180,7 @@ func newJPEGPath(p route.Path, n, calls int) (j *jpegPath, err error) {
 	}
 	j.free = newPool[*lane](n)
 	for range n {
-		l := new(lane)
+		l := &lane{id: len(j.lanes)}
 		j.lanes = append(j.lanes, l)
 		if err = j.newState(&l.main); err != nil {
 			return nil, err
@@ -279,8 +281,15 @@ func (j *jpegPath) decode(r runs, n, calls int, samples []sample, base cuda.Devi
 				return
 			}
 			defer unbind()
+			actor := ActorHybrid
+			if j.path == route.Hardware {
+				actor = ActorEngines
+			}
 			for run := r.next(); len(run) > 0; run = r.next() {
-				if err := l.decode(j, run, samples, base, f, dec, rgb); err != nil {
+				t := time.Now()
+				err := l.decode(j, run, samples, base, f, dec, rgb)
+				trace(actor, l.id, StepCall, len(run), t)
+				if err != nil {
 					done <- result{run, err}
 					return
 				}

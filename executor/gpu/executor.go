@@ -124,6 +124,7 @@ type Executor struct {
 	closed   bool
 	samples  []sample
 	crops    []ops.Crop     // crop_boxes: the batch's crops, chain.crops per image
+	id       int            // its number in the process, for traces
 	set      route.Settings // read once per process (route.Env)
 	split    route.Splitter // the engines' share of the JPEGs they take
 	decoders route.Decoders // what the JPEG route may choose from
@@ -156,7 +157,8 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	if opt.Limits == (ops.Limits{}) {
 		opt.Limits = ops.DefaultLimits
 	}
-	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, set: route.Env()}
+	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, set: route.Env(),
+		id: int(executorIDs.Add(1) - 1)}
 	e.split = e.set.NewSplitter(opt.HWShare, shared)
 	rest := prog.Nodes[1:]
 	if ch.decoded {
@@ -440,6 +442,7 @@ func (e *Executor) RunDevice(in [][][]byte, dev [][]executor.DevSpan, dims [][][
 	e.parse(b)
 	t1 := time.Now()
 	e.nanos[0].Add(int64(t1.Sub(t0)))
+	trace(ActorExecutor, e.id, StepParse, n, t0)
 	// Parts that fit the memory cap, in order; then what is over
 	// ArenaKeep goes back (runPart has synchronised).
 	defer func() {

@@ -104,8 +104,8 @@ func newService(dev int) (s *service, err error) {
 	s.huff, _ = newHuffman()
 	n := runtime.GOMAXPROCS(0)
 	s.free = newPool[*cpuWorker](n)
-	for range n {
-		w, err := newCPUWorker(s.huff)
+	for i := range n {
+		w, err := newCPUWorker(i, s.huff)
 		if err != nil {
 			return nil, err
 		}

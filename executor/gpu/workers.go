@@ -13,6 +13,7 @@ import (
 // libjpeg-turbo/PNG decoder, a pinned buffer the decoded pixels are
 // uploaded from, and its own stream so that workers' uploads overlap.
 type cpuWorker struct {
+	id     int // its number in the service, for traces
 	dec    *codec.Decoder
 	huff   *huffState // nil without the decoupled decoder
 	coef   *coefState // nil if it could not be made: progressive JPEGs then take another route
@@ -25,12 +26,12 @@ type cpuWorker struct {
 	grown int
 }
 
-func newCPUWorker(huff *huffman) (*cpuWorker, error) {
+func newCPUWorker(id int, huff *huffman) (*cpuWorker, error) {
 	s, err := cuda.NewStream()
 	if err != nil {
 		return nil, err
 	}
-	w := &cpuWorker{dec: codec.NewDecoder(), stream: s}
+	w := &cpuWorker{id: id, dec: codec.NewDecoder(), stream: s}
 	if huff != nil {
 		// Without a state of its own the worker decodes progressive
 		// JPEGs with libjpeg-turbo (decodeCPU).
@@ -101,7 +102,7 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	if w == nil {
 		return errNoContext
 	}
-	hdr, err := w.dec.Header(smp.src, lim.Codec())
+	hdr, err := w.dec.Header(smp.src, lim)
 	if err != nil {
 		return ops.DecodeError(err)
 	}
