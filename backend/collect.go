@@ -2,8 +2,8 @@ package backend
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/ops"
@@ -189,34 +189,11 @@ func (c *collector) appendRaw(i int, x Input) (int, error) {
 
 // appendDecoded splits a UINT8 [B, H, W, C] tensor into B images of
 // H×W×C bytes, each with its shape. The shape comes from the client: it is
-// checked against the declared channels and the bytes before it sizes
-// anything. The pixel limits are the executor's, as for encoded images.
+// checked against the declared channels and the bytes
+// (executor.CheckDecodedBatch) before it sizes anything. The pixel limits
+// are the executor's, as for encoded images.
 func (c *collector) appendDecoded(i int, x Input) (int, error) {
 	in := &c.inputs[i]
-	ch := in.spec.Dims[2]
-	if x.DataType != in.dataType {
-		return 0, invalidf("input %s: data type %s, the model takes %s (decoded %v images)", in.name, x.DataType, in.dataType, in.spec.Color)
-	}
-	if len(x.Shape) != 4 {
-		return 0, invalidf("input %s: shape %v, want [batch, height, width, %d]: decoded %v images, HWC, the images of one request of one size",
-			in.name, x.Shape, ch, in.spec.Color)
-	}
-	b, h, w, got := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	if b < 0 || h < 0 || w < 0 || got < 0 {
-		return 0, invalidf("input %s: shape %v has a negative dimension", in.name, x.Shape)
-	}
-	if got != int64(ch) {
-		return 0, invalidf("input %s: color: shape %v has %d channels, but the pipeline declares color %v, %d channels",
-			in.name, x.Shape, got, in.spec.Color, ch)
-	}
-	if err := c.checkBatch(in, b); err != nil {
-		return 0, err
-	}
-	if b > 0 && (h == 0 || w == 0) {
-		return 0, invalidf("input %s: shape %v is an empty image", in.name, x.Shape)
-	}
-	// Divided rather than multiplied: four client numbers multiplied can
-	// overflow into a match.
 	n := int64(len(x.Data))
 	if x.Dev != 0 {
 		if c.dev == nil || c.dev[i] == nil {
@@ -224,10 +201,14 @@ func (c *collector) appendDecoded(i int, x Input) (int, error) {
 		}
 		n = int64(x.DevBytes)
 	}
-	if b > 0 && (n%b != 0 || n/b%got != 0 || n/b/got%w != 0 || n/b/got/w != h) || b == 0 && n != 0 {
-		return 0, invalidf("input %s: shape %v does not match its %d bytes of data (UINT8 [batch, height, width, channels])", in.name, x.Shape, n)
+	if err := executor.CheckDecodedBatch(in.spec, x.DataType, x.Shape, n); err != nil {
+		return 0, refused(in, err)
 	}
-	size := int(h * w * got)
+	b, h, w, ch := x.Shape[0], x.Shape[1], x.Shape[2], in.spec.Dims[2]
+	if err := c.checkBatch(in, b); err != nil {
+		return 0, err
+	}
+	size := int(h * w * int64(ch))
 	for k := range int(b) {
 		if x.Dev != 0 {
 			c.batch[i] = append(c.batch[i], nil)
@@ -249,45 +230,32 @@ func (c *collector) appendDecoded(i int, x Input) (int, error) {
 }
 
 // appendTensor splits a [B, ...dims] tensor of a boxes or count input into
-// B samples of the pipeline's fixed shape, refusing another shape or bytes
-// that do not match it, naming both.
+// B samples of the pipeline's fixed shape, once executor.CheckTensorBatch
+// has checked its type, shape and bytes.
 func (c *collector) appendTensor(i int, x Input) (int, error) {
 	in := &c.inputs[i]
-	what := "boxes, rows x1, y1, x2, y2"
-	if !in.spec.IsBoxes() {
-		what = "the count of its boxes"
-	}
-	if x.DataType != in.dataType {
-		return 0, invalidf("input %s: data type %s, the model takes %s (%s)", in.name, x.DataType, in.dataType, what)
-	}
-	want := in.spec.Dims
-	ok := len(x.Shape) == len(want)+1 && x.Shape[0] >= 0
-	for k, d := range want {
-		ok = ok && x.Shape[k+1] == int64(d)
-	}
-	if !ok {
-		return 0, invalidf("input %s: shape %v, want [batch, %s]: %s, %v per image", in.name, x.Shape, joinDims(want), what, in.spec)
+	if err := executor.CheckTensorBatch(in.spec, x.DataType, x.Shape, int64(len(x.Data))); err != nil {
+		return 0, refused(in, err)
 	}
 	b := x.Shape[0]
 	if err := c.checkBatch(in, b); err != nil {
 		return 0, err
 	}
 	size := in.spec.Elems() * in.spec.DType.Size()
-	if int64(len(x.Data)) != b*int64(size) {
-		return 0, invalidf("input %s: %d bytes of data, but shape %v of %s is %d bytes", in.name, len(x.Data), x.Shape, in.dataType, b*int64(size))
-	}
 	for k := range int(b) {
 		c.batch[i] = append(c.batch[i], x.Data[k*size:(k+1)*size:(k+1)*size])
 	}
 	return int(b), nil
 }
 
-func joinDims(d []int) string {
-	s := make([]string, len(d))
-	for i, x := range d {
-		s[i] = fmt.Sprint(x)
+// refused is the client's error for input in's tensor, which the
+// executor's input contract refused with err.
+func refused(in *collectInput, err error) error {
+	var e *ops.Error
+	if errors.As(err, &e) {
+		return invalidf("input %s: %s", in.name, e.Msg)
 	}
-	return strings.Join(s, ", ")
+	return invalidf("input %s: %v", in.name, err)
 }
 
 // appendBytes parses Triton's BYTES serialization, a 4-byte little-endian

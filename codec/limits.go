@@ -5,14 +5,20 @@ import "fmt"
 // Limits bound what decoding one image may cost. A format's Header checks
 // them from what the headers say, before anything large is allocated or
 // decoded, and fails with TooLarge naming the limit. A zero field is no
-// limit.
+// limit. They are the operators' limits too (ops.Limits is this type), so
+// that decode hands the codec the limits it was given, unconverted.
 type Limits struct {
+	// MaxBytes bounds an image's encoded bytes. Header does not check it:
+	// the caller refuses an input over it before a decoder reads a byte
+	// (ops.DecodeHeader).
+	MaxBytes int
 	// MaxPixels bounds the stored width × height, and any other raster a
 	// format decodes on the way (a WebP animation's canvas, an AVIF grid).
 	MaxPixels int
 	// MaxWork bounds the decode work Header estimates (Header.Work), in
 	// work units: about one per sample a decoder visits, a third of a
-	// nanosecond of one core (see JPEGWorkPerPixel).
+	// nanosecond of one core (see JPEGWorkPerPixel); the operators charge
+	// their own work against it as well (ops.Ctx.Charge).
 	MaxWork int64
 	// MaxMemory bounds the memory Header estimates the decoder allocates
 	// beside the output (Header.Memory): a C library's working buffers,

@@ -6,7 +6,9 @@
 package executor
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -131,6 +133,166 @@ func CheckCall(prog *pipeline.Compiled, sampleBytes []int, dst [][]Dest, errs []
 		return fmt.Errorf("%d budgets for %d samples", len(budgets), n)
 	}
 	return nil
+}
+
+// The input contract of the executors: what a decoded-image, boxes or
+// count input must be. An executor checks each sample as it takes it
+// (CheckDecoded, CheckTensor), whoever called it; the backend checks a
+// request's tensor of B samples before it splits the tensor into them
+// (CheckDecodedBatch, CheckTensorBatch), by the same rules, worded for the
+// client that sent the batch.
+
+// CheckDecoded refuses a decoded-image sample of n bytes whose shape dims
+// is not [H, W, C] with spec's C, does not match its bytes, or is over
+// the pixel limit or budget (drawn on), as decode refuses an encoded image
+// over them.
+func CheckDecoded(spec ops.Spec, n int, dims []int, lim ops.Limits, budget *ops.Budget) error {
+	if err := checkHWC(spec, dims, n, false); err != nil {
+		return err
+	}
+	h, w := dims[0], dims[1]
+	if px := h * w; lim.MaxPixels > 0 && px > lim.MaxPixels {
+		return ops.Errorf(ops.TooLarge, "image is %dx%d (%d pixels), over the limit of %d (max_image_pixels)", w, h, px, lim.MaxPixels)
+	}
+	if budget != nil {
+		if err := budget.Take(int64(h*w), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckDecodedBatch refuses a request's tensor of decoded images for the
+// input spec declares: data type dtype (as Triton names it), shape
+// [B, H, W, C], n bytes. Its images are then the samples CheckDecoded
+// takes, less the pixel limits and budgets, which the executor checks
+// image by image.
+func CheckDecodedBatch(spec ops.Spec, dtype string, shape []int64, n int64) error {
+	if dtype != ops.Uint8.String() {
+		return ops.Errorf(ops.BadInput, "data type %s, the model takes %v (decoded %v images)", dtype, ops.Uint8, spec.Color)
+	}
+	return checkHWC(spec, shape, n, true)
+}
+
+// checkHWC refuses decoded images in n bytes whose shape is not [H, W, C]
+// (batched: [B, H, W, C], B images of one size) with spec's C, holds an
+// empty image, or does not match the bytes. Every number is the
+// client's, so the bytes are divided by the dimensions, never the
+// dimensions multiplied: multiplied, they can overflow into a match.
+func checkHWC[T int | int64](spec ops.Spec, shape []T, n T, batched bool) error {
+	c := T(spec.Dims[2])
+	lead, b := 0, T(1) // the batch dimensions, and the images they count
+	if batched {
+		lead = 1
+	}
+	if len(shape) != lead+3 {
+		if batched {
+			return ops.Errorf(ops.BadInput, "shape %v, want [batch, height, width, %d]: decoded %v images, HWC, the images of one request of one size",
+				shape, c, spec.Color)
+		}
+		return ops.Errorf(ops.BadInput, "shape %v is not [height, width, channels]", shape)
+	}
+	if batched {
+		b = shape[0]
+	}
+	h, w, got := shape[lead], shape[lead+1], shape[lead+2]
+	if b < 0 || h < 0 || w < 0 || got < 0 {
+		return ops.Errorf(ops.BadInput, "shape %v has a negative dimension", shape)
+	}
+	if got != c {
+		if batched {
+			return ops.Errorf(ops.BadInput, "color: shape %v has %d channels, but the pipeline declares color %v, %d channels", shape, got, spec.Color, c)
+		}
+		return ops.Errorf(ops.BadInput, "shape %v has %d channels, but the pipeline declares color %v (%d)", shape, got, spec.Color, c)
+	}
+	if b > 0 && (h == 0 || w == 0) {
+		return ops.Errorf(ops.BadInput, "shape %v is an empty image", shape)
+	}
+	if b > 0 && (n%b != 0 || n/b%c != 0 || n/b/c%w != 0 || n/b/c/w != h) || b == 0 && n != 0 {
+		if batched {
+			return ops.Errorf(ops.BadInput, "shape %v does not match its %d bytes of data (UINT8 [batch, height, width, channels])", shape, n)
+		}
+		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", shape, n)
+	}
+	return nil
+}
+
+// CheckTensor refuses a boxes or count sample whose shape is not spec's
+// fixed one or whose bytes do not match it. dims is the request's shape
+// for the sample, nil when the caller gave none (the bytes alone are then
+// checked).
+func CheckTensor(spec ops.Spec, data []byte, dims []int) error {
+	return checkTensor(spec, dims, len(data), false)
+}
+
+// CheckTensorBatch refuses a request's tensor of boxes or counts for the
+// input spec declares: data type dtype (as Triton names it), shape
+// [B, ...spec's dims], n bytes: B samples CheckTensor takes.
+func CheckTensorBatch(spec ops.Spec, dtype string, shape []int64, n int64) error {
+	if dtype != spec.DType.String() {
+		return ops.Errorf(ops.BadInput, "data type %s, the model takes %v (%s)", dtype, spec.DType, tensorWhat(spec))
+	}
+	return checkTensor(spec, shape, n, true)
+}
+
+// checkTensor refuses boxes or counts in n bytes whose shape is not spec's
+// (batched: [B, ...spec's dims], B samples; unbatched, a nil shape is not
+// checked) or does not match the bytes, divided as in checkHWC.
+func checkTensor[T int | int64](spec ops.Spec, shape []T, n T, batched bool) error {
+	size := T(spec.Elems() * spec.DType.Size())
+	lead, b := 0, T(1)
+	if batched {
+		lead = 1
+	}
+	if shape != nil || batched {
+		ok := len(shape) == lead+len(spec.Dims) && (!batched || shape[0] >= 0)
+		for k, d := range spec.Dims {
+			ok = ok && shape[lead+k] == T(d)
+		}
+		if !ok && batched {
+			dims := make([]string, len(spec.Dims))
+			for k, d := range spec.Dims {
+				dims[k] = fmt.Sprint(d)
+			}
+			return ops.Errorf(ops.BadInput, "shape %v, want [batch, %s]: %s, %v per image", shape, strings.Join(dims, ", "), tensorWhat(spec), spec)
+		}
+		if !ok {
+			return ops.Errorf(ops.BadInput, "shape %v, but the pipeline declares %v", shape, spec)
+		}
+		if batched {
+			b = shape[0]
+		}
+	}
+	if n%size != 0 || n/size != b {
+		if !batched {
+			return ops.Errorf(ops.BadInput, "%d bytes of data, but %v is %d bytes", n, spec, size)
+		}
+		// The batch size is the client's: the bytes it implies may not fit.
+		if int64(b) > math.MaxInt64/int64(size) {
+			return ops.Errorf(ops.BadInput, "%d bytes of data, but shape %v of %v is over %d bytes", n, shape, spec.DType, int64(math.MaxInt64))
+		}
+		return ops.Errorf(ops.BadInput, "%d bytes of data, but shape %v of %v is %d bytes", n, shape, spec.DType, int64(b)*int64(size))
+	}
+	return nil
+}
+
+// tensorWhat says what a boxes or count input holds, for a client that
+// sent the wrong thing.
+func tensorWhat(spec ops.Spec) string {
+	if spec.IsBoxes() {
+		return "boxes, rows x1, y1, x2, y2"
+	}
+	return "the count of its boxes"
+}
+
+// BoxCount reads a count input's sample (checked by CheckTensor): how
+// many of its boxes' rows are used. A count outside 0..rows is an error.
+func BoxCount(data []byte, rows int) (int, error) {
+	n := int32(binary.LittleEndian.Uint32(data))
+	if n < 0 || int(n) > rows {
+		return 0, ops.Errorf(ops.BadInput, "count %d is outside 0..%d, the rows of its boxes", n, rows)
+	}
+	return int(n), nil
 }
 
 // NewStep makes the step that runs nodes.

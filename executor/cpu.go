@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -353,37 +352,6 @@ func decodedInput(t *ops.Tensor, spec ops.Spec, dims []int, lim ops.Limits, budg
 	return nil
 }
 
-// CheckDecoded refuses a decoded-image sample of n bytes whose shape dims
-// is not [H, W, C] with spec's C, does not match its bytes, or is over
-// the pixel limit or budget (drawn on), as decode refuses an encoded image
-// over them.
-func CheckDecoded(spec ops.Spec, n int, dims []int, lim ops.Limits, budget *ops.Budget) error {
-	c := spec.Dims[2]
-	if len(dims) != 3 {
-		return ops.Errorf(ops.BadInput, "shape %v is not [height, width, channels]", dims)
-	}
-	h, w, got := dims[0], dims[1], dims[2]
-	if got != c {
-		return ops.Errorf(ops.BadInput, "shape %v has %d channels, but the pipeline declares color %v (%d)", dims, got, spec.Color, c)
-	}
-	if h <= 0 || w <= 0 {
-		return ops.Errorf(ops.BadInput, "shape %v is an empty image", dims)
-	}
-	// Divided, not multiplied: the dims come from the client.
-	if n%c != 0 || n/c/w != h || (n/c)%w != 0 {
-		return ops.Errorf(ops.BadInput, "shape %v does not match the %d bytes of data", dims, n)
-	}
-	if px := h * w; lim.MaxPixels > 0 && px > lim.MaxPixels {
-		return ops.Errorf(ops.TooLarge, "image is %dx%d (%d pixels), over the limit of %d (max_image_pixels)", w, h, px, lim.MaxPixels)
-	}
-	if budget != nil {
-		if err := budget.Take(int64(h*w), 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // tensorInput makes t, holding a boxes or count sample's bytes, the tensor
 // of spec's fixed shape (CheckTensor).
 func tensorInput(t *ops.Tensor, spec ops.Spec, dims []int) error {
@@ -393,30 +361,6 @@ func tensorInput(t *ops.Tensor, spec ops.Spec, dims []int) error {
 	t.DType, t.Color, t.Full = spec.DType, ops.NoColor, [2]int{}
 	t.Dims = append(t.Dims[:0], spec.Dims...)
 	return nil
-}
-
-// CheckTensor refuses a boxes or count sample whose shape is not spec's
-// fixed one or whose bytes do not match it. dims is the request's shape
-// for the sample, nil when the caller gave none (the bytes alone are then
-// checked).
-func CheckTensor(spec ops.Spec, data []byte, dims []int) error {
-	if dims != nil && !slices.Equal(dims, spec.Dims) {
-		return ops.Errorf(ops.BadInput, "shape %v, but the pipeline declares %v", dims, spec)
-	}
-	if want := spec.Elems() * spec.DType.Size(); len(data) != want {
-		return ops.Errorf(ops.BadInput, "%d bytes of data, but %v is %d bytes", len(data), spec, want)
-	}
-	return nil
-}
-
-// BoxCount reads a count input's sample (checked by CheckTensor): how
-// many of its boxes' rows are used. A count outside 0..rows is an error.
-func BoxCount(data []byte, rows int) (int, error) {
-	n := int32(binary.LittleEndian.Uint32(data))
-	if n < 0 || int(n) > rows {
-		return 0, ops.Errorf(ops.BadInput, "count %d is outside 0..%d, the rows of its boxes", n, rows)
-	}
-	return int(n), nil
 }
 
 // applyCount marks the rows of boxes input j at or past the count in count

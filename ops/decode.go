@@ -247,7 +247,7 @@ func DecodeHeader(dec *codec.Decoder, src []byte, lim Limits, budget *Budget) (c
 	if lim.MaxBytes > 0 && len(src) > lim.MaxBytes {
 		return codec.Header{}, Errorf(TooLarge, "encoded image is %d bytes, over the limit of %d", len(src), lim.MaxBytes)
 	}
-	h, err := dec.Header(src, lim.Codec())
+	h, err := dec.Header(src, lim)
 	if err != nil {
 		return h, DecodeError(err)
 	}

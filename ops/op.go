@@ -63,13 +63,12 @@ type Fuser interface {
 	Fuse(next Op) (Op, bool)
 }
 
-// Limits bound what one sample may cost, checked before allocating.
-type Limits struct {
-	MaxBytes  int   // encoded bytes per image; 0 = unlimited
-	MaxPixels int   // decoded pixels per image (width × height); 0 = unlimited
-	MaxWork   int64 // estimated work per image of its decode, and of each operator (Ctx.Charge), in codec work units; 0 = unlimited
-	MaxMemory int64 // estimated decoder memory per image beside its pixels, bytes; 0 = unlimited
-}
+// Limits bound what one sample may cost, checked before allocating. They
+// are the codec's limits, one type, because decode hands them to the codec
+// as they are: the encoded bytes (checked by decode itself), the decoded
+// pixels, the decode work (and each operator's, Ctx.Charge) and the
+// decoder's memory.
+type Limits = codec.Limits
 
 // DefaultLimits: 64 MiB encoded, 64 megapixels decoded, and the work and
 // memory limits codec derives from that pixel limit (6.4 G units, 1 GiB).
@@ -81,11 +80,6 @@ func WithPixels(l Limits, maxPixels int) Limits {
 	c := codec.LimitsFor(maxPixels)
 	l.MaxPixels, l.MaxWork, l.MaxMemory = c.MaxPixels, c.MaxWork, c.MaxMemory
 	return l
-}
-
-// Codec is the part of l that a codec.Decoder checks.
-func (l Limits) Codec() codec.Limits {
-	return codec.Limits{MaxPixels: l.MaxPixels, MaxWork: l.MaxWork, MaxMemory: l.MaxMemory}
 }
 
 // Ctx is what a Run call gets besides its tensors.

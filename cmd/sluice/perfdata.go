@@ -212,7 +212,7 @@ func checkImage(b []byte) error {
 	if len(b) > ops.DefaultLimits.MaxBytes {
 		return fmt.Errorf("%d bytes, more than the backend's default limit of %d", len(b), ops.DefaultLimits.MaxBytes)
 	}
-	_, err := codec.Decode(b, codec.Options{Scale: 1, Limits: ops.DefaultLimits.Codec()})
+	_, err := codec.Decode(b, codec.Options{Scale: 1, Limits: ops.DefaultLimits})
 	return err
 }
 

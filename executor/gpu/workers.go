@@ -102,7 +102,7 @@ func (w *cpuWorker) decode(smp *sample, dec ops.DecodeSpec, lim ops.Limits, base
 	if w == nil {
 		return errNoContext
 	}
-	hdr, err := w.dec.Header(smp.src, lim.Codec())
+	hdr, err := w.dec.Header(smp.src, lim)
 	if err != nil {
 		return ops.DecodeError(err)
 	}
