@@ -126,8 +126,8 @@ SMOKE_DIR=$CACHE/smoke
 rm -rf "$SMOKE_DIR"; mkdir -p "$SMOKE_DIR"
 
 # The same calls against both servers: an ensemble (Sluice preprocessing,
-# then the stand-in classifier: scores and top 5) over gRPC, Sluice's
-# outputs alone over HTTP.
+# then the classifier network in ONNX Runtime: scores and top 5) over gRPC,
+# Sluice's outputs alone over HTTP.
 infer() { # OUT HTTP_PORT GRPC_PORT
   { "$SLUICE" infer --url "127.0.0.1:$3" --model ensemble_imagenet "${files[@]}" &&
     "$SLUICE" infer --protocol http --url "127.0.0.1:$2" --model preprocess_imagenet --top 0 "${files[@]}" &&

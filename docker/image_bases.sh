@@ -13,7 +13,8 @@
 #       the above plus tritonserver 2.51.0 of the nvidia-pytriton wheel (.venv-triton,
 #       make triton) in /opt/tritonserver as the NGC image lays it out
 #
-# Each is built only when missing (--rebuild: all again). On stdout: the
+# Each is built only when missing (--rebuild: all again), and the Triton one
+# also when docker/testbase/triton.Containerfile changed. On stdout: the
 # three names as BUILD-ARG=IMAGE lines, for buildah bud --build-arg.
 # Environment: BUILDAH (the buildah command, with its storage options),
 # IMAGE_CACHE (work folder: debootstrap's package cache, build contexts).
@@ -100,7 +101,12 @@ if ! have "$GOLANG"; then
 fi
 
 # ---------------------------------------------------------------- triton
-if ! have "$TRITON"; then
+# Built again when its recipe changed: its label sluice.recipe holds the
+# SHA-256 of the triton.Containerfile it was built from.
+RECIPE=$REPO/docker/testbase/triton.Containerfile
+recipe=$(sha256sum "$RECIPE" | cut -d' ' -f1)
+built=$(bh inspect --type image --format '{{index .OCIv1.Config.Labels "sluice.recipe"}}' "$TRITON" 2>/dev/null || true)
+if ! have "$TRITON" || [ "$built" != "$recipe" ]; then
   py=$VENV/bin/python
   [ -x "$py" ] || die "no $py: make triton installs tritonserver 2.51.0 there"
   sp=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -118,8 +124,9 @@ if ! have "$TRITON"; then
   cp -a "$ts/caches"/. "$o/caches/"
   cp -a "$ts/backends/python/libtriton_python.so" "$ts/backends/python/triton_python_backend_utils.py" "$o/backends/python/"
   cp -a "$ts/python_backend_stubs/3.11/triton_python_backend_stub" "$o/backends/python/"
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
   log "$TRITON: $DEBIAN plus tritonserver 2.51.0 from $ts"
-  bud -f "$REPO/docker/testbase/triton.Containerfile" -t "$TRITON" "$ctx"
+  bud --label "sluice.recipe=$recipe" -f "$RECIPE" -t "$TRITON" "$ctx"
   rm -rf "$ctx"
 fi
 

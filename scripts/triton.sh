@@ -10,7 +10,8 @@
 #                                               Ctrl-C (or SIGTERM) stops the server
 #   scripts/triton.sh --stop [--work-dir DIR]   stop the server started with that work dir
 #   scripts/triton.sh --howto [--work-dir DIR]  print how to call the server running there
-#   scripts/triton.sh --install-only            only make sure the venv is installed
+#   scripts/triton.sh --install-only            only make sure the venv and the example models'
+#                                               ONNX files are in place
 #
 # OPTIONS
 #   --venv DIR          venv holding tritonserver and tritonclient (.venv-triton; $TRITON_VENV)
@@ -30,6 +31,11 @@
 # Output: stdout gets only the shell variables TRITON_PID, TRITON_HTTP_PORT, TRITON_GRPC_PORT,
 # TRITON_METRICS_PORT, TRITON_HOST, TRITON_LOG, TRITON_WORK_DIR, TRITON_VENV, TRITON_PERF_ANALYZER
 # (also written to <work-dir>/triton.env); progress and errors go to stderr.
+#
+# Every mode but --stop and --howto first writes model_repository's ONNX files (the untrained
+# networks of the example classifier, classifier_crops and detector: scripts/onnx_models.py)
+# where they are missing or come from another version of that script; the venv's python writes
+# them (onnx, numpy) and the python backend runs them (onnxruntime).
 #
 # Requirements: python3 with venv (Debian: python3 python3-venv). The python backend stub links
 # libpython3.X.so.1.0; when no such library is found, Debian's libpython3.X is installed with
@@ -176,6 +182,9 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$(req_hash)" ]; then
   req_hash > "$STAMP"
   log "installed in $(( $(date +%s) - t0 ))s"
 fi
+# The example models' networks: a quick check when they are in place.
+"$PY" "$REPO/scripts/onnx_models.py" --if-stale "$REPO/model_repository" ||
+  die "scripts/onnx_models.py failed to write model_repository's ONNX files"
 
 SP=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 TS=$SP/pytriton/tritonserver
@@ -285,7 +294,7 @@ start_once() {
   # then stops the server cleanly.
   # PATH: the python backend stub embeds libpython and finds its prefix from
   # `python3` on PATH: the venv's bin first, or its models do not see the
-  # venv's numpy.
+  # venv's numpy and onnxruntime.
   (
     export PATH="$VENV/bin:$PATH"
     [ -z "$STUB_LD" ] || export LD_LIBRARY_PATH="$STUB_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -10,6 +10,7 @@ import threading
 import time
 
 import numpy as np
+import onnxruntime as ort
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
@@ -246,3 +247,16 @@ def assert_unharmed(s, normal):
     for proto, mod in PROTOCOLS:
         got = infer_one(client_of(s, proto)[0], mod, IMAGENET, data)["PIXELS"]
         assert got.shape == (1, *want.shape) and got[0].tobytes() == want.tobytes(), f"{proto}: output changed"
+
+
+# ------------------------------------------------------------------ the example networks
+
+
+def onnx_session(repo, model):
+    """ONNX Runtime over the model.onnx of model (classifier, classifier_crops,
+    detector) in the repository repo, with the options its 1/model.py gives
+    it (one thread): the reference its served answers are checked against."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(repo / model / "1" / "model.onnx"), options, providers=["CPUExecutionProvider"])

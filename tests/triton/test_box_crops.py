@@ -3,17 +3,16 @@
 in relative coordinates with a count) against Pillow's
 Image.open(p).convert("RGB").resize((224, 224), Image.BILINEAR, box=...)
 normalized the same way, over HTTP and gRPC; the refusals of bad boxes, each
-failing only its request; and ensemble_crops end to end: the stand-in
-detector's boxes, the crops it made of them, and the stand-in classifier's
-scores of those crops."""
-
-import importlib.util
+failing only its request; and ensemble_crops end to end: its boxes are the
+detector network's (model_repository/detector, untrained, run here by ONNX
+Runtime over Pillow's letterbox of the photo), and its scores the classifier
+network's over Pillow's crops of those boxes."""
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers import ROOT
+from tests.helpers import pil_rgb
 from tests.triton.helpers import (
     PROTOCOLS,
     InferenceServerException,
@@ -21,6 +20,7 @@ from tests.triton.helpers import (
     client_of,
     grpcclient,
     infer,
+    onnx_session,
     read_bytes,
     uint8_input,
 )
@@ -39,19 +39,8 @@ def crops_server(sluice_server):
     # when they are loaded already, and a second copy of a model made while
     # the first finalizes can crash Triton (docs/reliability.md); after it
     # the others are loaded already.
-    sluice_server.ensure_loaded(ENSEMBLE, CROPS, "detector_standin", "classifier_crops")
+    sluice_server.ensure_loaded(ENSEMBLE, CROPS, "detector", "classifier_crops")
     return sluice_server
-
-
-def detector():
-    """The stand-in detector's own box function (its model.py imports the
-    Triton utilities only inside execute)."""
-    spec = importlib.util.spec_from_file_location(
-        "detector_standin", ROOT / "model_repository" / "detector_standin" / "1" / "model.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.boxes
 
 
 def clipped(im, row):
@@ -68,10 +57,32 @@ def pillow_crop(im, row):
     """A relative box's crop as Pillow makes it, normalized as the pipeline
     does (in float64, then float32), CHW; None when the box is unused."""
     box = clipped(im, row)
-    if box is None:
-        return None
-    px = np.asarray(im.resize((224, 224), Image.BILINEAR, box=box), dtype=np.float64)
+    return None if box is None else crop_of(im, box)
+
+
+def crop_of(im, box):
+    """The crop of a box in pixels, as pillow_crop makes it."""
+    px = np.asarray(im.resize((224, 224), Image.BILINEAR, box=tuple(float(v) for v in box)), dtype=np.float64)
     return ((px * SCALE - MEAN) / STD).astype(np.float32).transpose(2, 0, 1)
+
+
+def letterboxed(path, size=640):
+    """preprocess_letterbox's PIXELS and OFFSET as Pillow makes them (the
+    reference of tests/test_accuracy.py): the photo upright (EXIF applied),
+    resized keeping its aspect ratio with ultralytics' rounding, centred on
+    grey 114, divided by 255 (rounded once to float32, as Sluice's
+    normalize does), CHW."""
+    rgb = pil_rgb(path)
+    h, w = rgb.shape[:2]
+    r = min(size / h, size / w)
+    nw, nh = round(w * r), round(h * r)
+    img = Image.fromarray(rgb)
+    if (nw, nh) != (w, h):
+        img = img.resize((nw, nh), Image.BILINEAR)
+    top, left = round((size - nh) / 2 - 0.1), round((size - nw) / 2 - 0.1)
+    canvas = np.full((size, size, 3), 114, np.uint8)
+    canvas[top : top + nh, left : left + nw] = np.asarray(img)
+    return (canvas.astype(np.float32) / np.float32(255)).transpose(2, 0, 1), np.array([left, top], np.float32)
 
 
 def sampled_boxes(im, boxes, count):
@@ -225,24 +236,42 @@ def test_bad_boxes_refused(crops_server, photos, normal, proto):
 
 @pytest.mark.parametrize("proto", [p for p, _ in PROTOCOLS])
 def test_ensemble_crops(crops_server, photos, proto):
-    """IMAGE → detector_standin → preprocess_crops → classifier_crops: the
-    ensemble's BOXES are the stand-in detector's boxes for those bytes as
-    Sluice sampled them (clipped, in pixels), NUM_CROPS their count, and its
-    SCORES the classifier stand-in's scores (the classifier model served on
-    them) of Pillow's crops of them, zeros for unused rows."""
+    """IMAGE → preprocess_letterbox → detector → preprocess_crops →
+    classifier_crops: NUM_CROPS is the count of the detector network run
+    here (ONNX Runtime on its model.onnx) over Pillow's letterbox of the
+    photo, BOXES those boxes as Sluice samples them (clipped, in pixels),
+    and SCORES the classifier network's over Pillow's crops of BOXES, within
+    float32 rounding and with the same top 5; unused rows are NaN boxes and
+    zero scores."""
     client, mod = client_of(crops_server, proto)
-    boxes_of = detector()
-    for p in photo_set(photos)[:5]:
-        data = read_bytes(p)
-        out = infer(client, mod, ENSEMBLE, [uint8_input(mod, data)], outputs=("SCORES", "BOXES", "NUM_CROPS"))
-        boxes, count = boxes_of(data.tobytes())
-        crops = infer(client, mod, CROPS, [uint8_input(mod, data), *box_inputs(mod, boxes[None], [count])],
-                      outputs=("CROPS",))["CROPS"][0]  # fmt: skip
+    detector = onnx_session(crops_server.repo, "detector")
+    classifier = onnx_session(crops_server.repo, "classifier")
+    counts, worst_box, worst_score = [], 0.0, 0.0
+    for p in photo_set(photos)[:6]:
+        out = infer(client, mod, ENSEMBLE, [uint8_input(mod, read_bytes(p))], outputs=("SCORES", "BOXES", "NUM_CROPS"))
+        pixels, offset = letterboxed(p)
+        boxes, count = detector.run(["BOXES", "COUNT"], {"PIXELS": pixels[None], "OFFSET": offset[None]})
+        boxes, count = boxes[0], int(count[0, 0])
         n = int(out["NUM_CROPS"][0, 0])
-        assert n == count, f"{p.name}: {n} crops, the detector gave {count} boxes"
-        assert check_crops(rgb(p), boxes, count, crops, n, p.name, out["BOXES"][0]) == 0
-        t = mod.InferInput("PIXELS", [n, 3, 224, 224], "FP32")
-        t.set_data_from_numpy(np.ascontiguousarray(crops[:n]))
-        want = infer(client, mod, "classifier", [t], outputs=("SCORES",))["SCORES"]
-        np.testing.assert_allclose(out["SCORES"][0, :n], want, rtol=1e-5, atol=1e-9, err_msg=p.name)
+        assert n == count, f"{p.name}: {n} crops, the detector network finds {count} boxes"
+        counts.append(n)
+        im = rgb(p)
+        want = sampled_boxes(im, boxes, count)
+        got = out["BOXES"][0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{p.name}: unused rows")
+        # The same pixels and network: equal, up to the float32 rounding of
+        # another batch size, should the served detector run one.
+        np.testing.assert_allclose(got[:n], want[:n], rtol=0, atol=1e-3, err_msg=f"{p.name}: BOXES")
         assert not out["SCORES"][0, n:].any(), f"{p.name}: scores of unused crops"
+        if n == 0:
+            continue
+        worst_box = max(worst_box, float(np.abs(got[:n] - want[:n]).max()))
+        scores = classifier.run(["SCORES"], {"PIXELS": np.stack([crop_of(im, got[k]) for k in range(n)])})[0]
+        for k in range(n):
+            where = f"{p.name} crop {k}"
+            np.testing.assert_allclose(out["SCORES"][0, k], scores[k], rtol=1e-4, atol=1e-7, err_msg=where)
+            served_top, want_top = np.argsort(-out["SCORES"][0, k])[:5], np.argsort(-scores[k])[:5]
+            assert list(served_top) == list(want_top), f"{where}: top 5 {served_top}, want {want_top}"
+        worst_score = max(worst_score, float(np.abs(out["SCORES"][0, :n] - scores).max()))
+    assert sum(counts) > 0, f"the detector found nothing in any photo: {counts}"
+    print(f"\n{proto}: crops per photo {counts}; max |diff| boxes {worst_box:.2e} px, scores {worst_score:.2e}")
