@@ -18,7 +18,8 @@
 // bytes therefore match the CPU's except where a sum falls within float
 // rounding of a half: a difference of one level on rare pixels. OpenCV's
 // INTER_LINEAR (interp 4) follows ops/resample_cv.go in its own integer
-// arithmetic, so its bytes equal the CPU's.
+// arithmetic, and torch's uint8 modes (interp 5 and 6) ops/resample_torch.go
+// in theirs (torch.cuh), so their bytes equal the CPU's.
 //
 // Built to PTX by `make ptx` (scripts/ptx.sh); the Go side embeds it.
 
@@ -46,7 +47,7 @@ struct sluice_sample {
 
 // The same for the whole batch; passed by value. Mirrored by kernels.Params.
 struct sluice_params {
-    int interp;       // 0 nearest, 1 linear, 2 cubic, 3 area (Pillow's), 4 OpenCV's INTER_LINEAR
+    int interp;       // 0 nearest, 1 linear, 2 cubic, 3 area (Pillow's), 4 OpenCV's INTER_LINEAR, 5 and 6 torch's uint8 bilinear and bicubic
     int antialias;    // 1: widen linear and cubic when shrinking; area always widens
     int out_c;        // output channels 1..4
     int layout;       // 0 CHW, 1 HWC
@@ -75,7 +76,15 @@ static_assert(offsetof(sluice_params, fill) == 36, "sluice_params.fill offset");
 static_assert(offsetof(sluice_params, mul) == 52, "sluice_params.mul offset");
 static_assert(offsetof(sluice_params, add) == 68, "sluice_params.add offset");
 
-enum { INTERP_NEAREST = 0, INTERP_LINEAR = 1, INTERP_CUBIC = 2, INTERP_AREA = 3, INTERP_OPENCV_LINEAR = 4 };
+enum {
+    INTERP_NEAREST = 0,
+    INTERP_LINEAR = 1,
+    INTERP_CUBIC = 2,
+    INTERP_AREA = 3,
+    INTERP_OPENCV_LINEAR = 4,
+    INTERP_TORCH_LINEAR = 5,
+    INTERP_TORCH_CUBIC = 6
+};
 enum { KIND_FLAT = 0, KIND_TRIANGLE = 1, KIND_CUBIC = 2 };
 
 // The taps of one output coordinate along one axis, in window coordinates:
@@ -316,11 +325,29 @@ __device__ void cv_linear(const upright& im, const float fill[4], int wy, int wx
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_sample* __restrict__ samples,
-                                                              sluice_params p) {
+#include "torch.cuh"
+
+// fused_sample is one thread's output pixel. TORCH: the launch is one of
+// torch's modes (sluice_fused_torch, interp 5 or 6); otherwise any other
+// (sluice_fused).
+template <bool TORCH>
+__device__ __forceinline__ void fused_sample(const sluice_sample* __restrict__ samples, const sluice_params& p) {
     const sluice_sample s = samples[blockIdx.z];
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const bool whole = s.box_y0 == 0.0f && s.box_x0 == 0.0f && s.box_y1 == 0.0f && s.box_x1 == 0.0f;
+    const float by1 = whole ? (float)s.win_h : s.box_y1, bx1 = whole ? (float)s.win_w : s.box_x1;
+    // torch's modes: the block finds each axis's precision before any of
+    // its threads returns (the interp is the launch's, so all or none).
+    torch_axis tay = {}, tax = {};
+    int tpy = 0, tpx = 0;
+    if (TORCH) {
+        const bool cubic = p.interp == INTERP_TORCH_CUBIC, aa = p.antialias != 0;
+        tay = torch_axis_of(s.win_h, s.box_y0, by1, s.rs_h, cubic, aa);
+        tax = torch_axis_of(s.win_w, s.box_x0, bx1, s.rs_w, cubic, aa);
+        const bool live = !s.zero && s.win_h > 0 && s.win_w > 0 && s.rs_h > 0 && s.rs_w > 0;
+        torch_precisions(tay, tax, live, &tpy, &tpx);
+    }
     if (x >= s.out_w || y >= s.out_h) {
         return;
     }
@@ -387,12 +414,12 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
         im.sc = sc;
         im.src = (const unsigned char*)s.src;
 
-        if (p.interp == INTERP_OPENCV_LINEAR) {
+        if (TORCH) {
+            torch_resample(im, p.fill, s.win_y, s.win_x, tay, tax, tpy, tpx, ry, rx, v);
+        } else if (p.interp == INTERP_OPENCV_LINEAR) {
             cv_linear(im, p.fill, s.win_y, s.win_x, s.win_h, s.win_w, s.rs_h, s.rs_w, ry, rx, v);
         } else {
             const bool aa = p.antialias != 0;
-            const bool whole = s.box_y0 == 0.0f && s.box_x0 == 0.0f && s.box_y1 == 0.0f && s.box_x1 == 0.0f;
-            const float by1 = whole ? (float)s.win_h : s.box_y1, bx1 = whole ? (float)s.win_w : s.box_x1;
             const axis_taps ay = axis_setup(ry, s.win_h, s.box_y0, by1, s.rs_h, p.interp, aa);
             const axis_taps ax = axis_setup(rx, s.win_w, s.box_x0, bx1, s.rs_w, p.interp, aa);
 
@@ -454,6 +481,19 @@ extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_samp
                 break;
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) sluice_fused(const sluice_sample* __restrict__ samples,
+                                                              sluice_params p) {
+    fused_sample<false>(samples, p);
+}
+
+// torch's uint8 modes (interp 5 and 6) have an entry point of their own:
+// their float64 weights and the block-wide precision take about twice the
+// registers of the other modes, which would halve sluice_fused's occupancy.
+extern "C" __global__ void __launch_bounds__(256) sluice_fused_torch(const sluice_sample* __restrict__ samples,
+                                                                    sluice_params p) {
+    fused_sample<true>(samples, p);
 }
 
 // ---------------------------------------------------------------------------
@@ -668,3 +708,6 @@ extern "C" __global__ void __launch_bounds__(8 * IDCT_BLOCKS) sluice_idct(const 
         row[i] = clamp_byte(((out[i] + (1 << 17)) >> 18) + 128);
     }
 }
+
+// Huffman decoding of sequential JPEGs on the GPU (sluice_huffman).
+#include "huffman.cuh"

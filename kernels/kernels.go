@@ -62,7 +62,7 @@ func (s *Sample) wholeBox() bool {
 // Params is the kernel's struct sluice_params, the same for the whole batch
 // and passed by value: its layout must equal the C struct's (84 bytes).
 type Params struct {
-	Interp    int32      // InterpNearest...InterpArea (Pillow's filters), InterpOpenCVLinear
+	Interp    int32      // InterpNearest...InterpArea (Pillow's filters), InterpOpenCVLinear, InterpTorchLinear, InterpTorchCubic
 	Antialias int32      // 1: widen linear and cubic when shrinking (area always does)
 	OutC      int32      // output channels 1..4
 	Layout    int32      // LayoutCHW or LayoutHWC
@@ -114,6 +114,11 @@ const (
 	// InterpOpenCVLinear is OpenCV's fixed-point INTER_LINEAR (ops'
 	// interp "opencv_linear"), bit for bit.
 	InterpOpenCVLinear = 4
+	// InterpTorchLinear and InterpTorchCubic are torch's uint8 bilinear
+	// and bicubic (ops' interp "torch_linear" and "torch_cubic"), bit for
+	// bit.
+	InterpTorchLinear = 5
+	InterpTorchCubic  = 6
 
 	LayoutCHW = 0
 	LayoutHWC = 1
@@ -207,7 +212,7 @@ func (s *Sample) Check() error {
 // Check reports parameters outside the kernel's ranges.
 func (p *Params) Check() error {
 	switch {
-	case p.Interp < InterpNearest || p.Interp > InterpOpenCVLinear:
+	case p.Interp < InterpNearest || p.Interp > InterpTorchCubic:
 		return fmt.Errorf("kernels: interp %d", p.Interp)
 	case p.OutC < 1 || p.OutC > 4:
 		return fmt.Errorf("kernels: %d output channels", p.OutC)
@@ -229,6 +234,7 @@ func (p *Params) Check() error {
 type Fused struct {
 	mod   *cuda.Module
 	fn    cuda.Function
+	torch cuda.Function // sluice_fused_torch: fn for InterpTorchLinear and InterpTorchCubic
 	ycc   cuda.Function // sluice_ycc
 	idct  cuda.Function // sluice_idct
 	cubin bool
@@ -266,6 +272,11 @@ func load(image []byte, what string) (*Fused, error) {
 		_ = m.Unload()
 		return nil, fmt.Errorf("kernels: %w", err)
 	}
+	torch, err := m.Function("sluice_fused_torch")
+	if err != nil {
+		_ = m.Unload()
+		return nil, fmt.Errorf("kernels: %w", err)
+	}
 	ycc, err := m.Function("sluice_ycc")
 	if err != nil {
 		_ = m.Unload()
@@ -276,7 +287,7 @@ func load(image []byte, what string) (*Fused, error) {
 		_ = m.Unload()
 		return nil, fmt.Errorf("kernels: %w", err)
 	}
-	return &Fused{mod: m, fn: fn, ycc: ycc, idct: idct}, nil
+	return &Fused{mod: m, fn: fn, torch: torch, ycc: ycc, idct: idct}, nil
 }
 
 // Launch queues the kernel on s for n samples, whose Sample structs lie in
@@ -305,7 +316,11 @@ func (f *Fused) Launch(s cuda.Stream, p *Params, samples cuda.DevicePtr, n, maxO
 	// pointer, then the Params struct itself (its layout is the C one).
 	ptr := samples
 	grid := [3]uint32{uint32(gx), uint32(gy), uint32(n)}
-	if err := cuda.Launch(f.fn, grid, Block, 0, s, unsafe.Pointer(&ptr), unsafe.Pointer(p)); err != nil {
+	fn := f.fn
+	if p.Interp == InterpTorchLinear || p.Interp == InterpTorchCubic {
+		fn = f.torch
+	}
+	if err := cuda.Launch(fn, grid, Block, 0, s, unsafe.Pointer(&ptr), unsafe.Pointer(p)); err != nil {
 		return fmt.Errorf("kernels: %w", err)
 	}
 	return nil
@@ -375,6 +390,6 @@ func (f *Fused) Close() error {
 		return nil
 	}
 	m := f.mod
-	f.mod, f.fn, f.ycc, f.idct = nil, 0, 0, 0
+	f.mod, f.fn, f.torch, f.ycc, f.idct = nil, 0, 0, 0, 0
 	return m.Unload()
 }

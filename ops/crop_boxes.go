@@ -25,7 +25,7 @@ var cropBoxesSchema = &Schema{
 		"crops is box k's; rows of unused boxes (a NaN coordinate, at or past the count input, or empty with " +
 		`empty "zero") are zeros. Boxes are clipped to the image first; a box empty after clipping (x2 <= x1 or ` +
 		"y2 <= y1) fails the sample or gives a zero row (see empty). The nodes after it see one more, leading, " +
-		"dimension: normalize works crop by crop. interp opencv_linear is refused: it has no box form.",
+		"dimension: normalize works crop by crop. interp opencv_linear, torch_linear and torch_cubic are refused: they have no box form.",
 	Inputs: []Port{
 		{Name: "image", Doc: "HWC UINT8 image: the decoded, oriented image the boxes are in"},
 		{Name: "boxes", Doc: `a boxes pipeline input, FP32 [max, 4] rows x1, y1, x2, y2 (input { boxes { max: N coords: "pixel" } })`},
@@ -84,9 +84,9 @@ func newCropBoxes(a Args) (Op, error) {
 		fill:      newFill(a.Floats("fill")),
 		zero:      a.Str("empty") == "zero",
 	}
-	if o.f == interpOpenCVLinear {
-		// Its fixed point has no box form to match.
-		return nil, &ArgError{"interp", `"opencv_linear" has no box crop form: use linear, cubic, nearest or area (Pillow's box resize)`}
+	if o.f == interpOpenCVLinear || o.f.torch() {
+		// OpenCV's and torch's fixed point have no box form to match.
+		return nil, &ArgError{"interp", fmt.Sprintf("%q has no box crop form: use linear, cubic, nearest or area (Pillow's box resize)", o.f)}
 	}
 	var err error
 	if o.aa, err = parseAntialias(a, o.f); err != nil {

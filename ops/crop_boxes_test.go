@@ -208,7 +208,9 @@ func TestCropBoxesInfer(t *testing.T) {
 		t.Errorf("over MaxCropBytes: %v", err)
 	}
 	wantArgErr(t, "crop_boxes", Args{}, "size")
-	wantArgErr(t, "crop_boxes", Args{"size": IntsVal(8), "interp": StrVal("opencv_linear")}, "interp")
+	for _, f := range []string{"opencv_linear", "torch_linear", "torch_cubic"} {
+		wantArgErr(t, "crop_boxes", Args{"size": IntsVal(8), "interp": StrVal(f)}, "interp")
+	}
 	wantArgErr(t, "crop_boxes", Args{"size": IntsVal(8), "empty": StrVal("skip")}, "empty")
 	for _, a := range cropBoxesSchema.Args {
 		if a.Doc == "" {

@@ -43,10 +43,15 @@ const (
 	// interpOpenCVLinear is OpenCV's fixed-point INTER_LINEAR, not a
 	// Pillow filter: resample_cv.go.
 	interpOpenCVLinear
+	// interpTorchLinear and interpTorchCubic are torch's uint8 bilinear
+	// and bicubic (torchvision v2's resize of a uint8 tensor), with their
+	// own weights in the same passes: resample_torch.go.
+	interpTorchLinear
+	interpTorchCubic
 )
 
 // interpNames are the values of the "interp" argument, in interp order.
-var interpNames = []string{"nearest", "linear", "cubic", "area", "opencv_linear"}
+var interpNames = []string{"nearest", "linear", "cubic", "area", "opencv_linear", "torch_linear", "torch_cubic"}
 
 func parseInterp(s string) interp {
 	for i, n := range interpNames {
@@ -72,7 +77,12 @@ var interpArgs = []ArgSpec{
 			"source_mode does). " +
 			"opencv_linear is OpenCV's cv2.resize(interpolation=INTER_LINEAR) bit for bit (its 11-bit " +
 			"fixed point, and its 2×2 average for an exact halving), for detectors trained on cv2 " +
-			"preprocessing; it never antialiases. The GPU executor's kernel does the same integer " +
+			"preprocessing; it never antialiases. torch_linear and torch_cubic are torch's own uint8 " +
+			"resampling bit for bit: torchvision.transforms.v2.functional.resize of a uint8 tensor " +
+			"(torch.nn.functional.interpolate, mode bilinear or bicubic, align_corners=False) on an " +
+			"x86-64 CPU with AVX2, whose int16 weights and rounding differ from Pillow's; antialias picks " +
+			"torch's antialias=True or False (the cubic is a=-0.5 with it, a=-0.75 without). For " +
+			"opencv_linear and the torch modes the GPU executor's kernel does the same integer " +
 			"arithmetic: its bytes equal the CPU's for the same decoded pixels",
 		Default: StrVal("linear"),
 		Enum:    interpNames,
@@ -82,7 +92,8 @@ var interpArgs = []ArgSpec{
 		Type: BoolArg,
 		Doc: "when shrinking, widen the linear and cubic filters by the shrink factor so that every input " +
 			"pixel counts (Pillow, torchvision antialias=True); false keeps the plain 2- or 4-tap filter " +
-			"(OpenCV INTER_LINEAR/INTER_CUBIC, torchvision antialias=False). Area always averages and " +
+			"(OpenCV INTER_LINEAR/INTER_CUBIC, torchvision antialias=False). With torch_linear and " +
+			"torch_cubic, torch's antialias argument. Area always averages and " +
 			"nearest never filters. Default true, except with opencv_linear, which refuses true",
 		// No schema default: opencv_linear must tell a given true (refused)
 		// from an absent one; parseAntialias applies the default.
@@ -175,7 +186,8 @@ type axisTable struct {
 	start []int32
 	k     []int32
 	taps  int
-	tmp   []float64 // weights of one output pixel before rounding
+	tmp   []float64 // weights before rounding: of one output pixel, or all of torch's
+	sizes []int32   // torch's window sizes
 
 	// The weights in the layouts of the C SIMD loops, built on first
 	// use: for horizontal passes (1 channel, or 3 and 4) and vertical
@@ -200,6 +212,10 @@ func (t *axisTable) buildBox(in int, lo, hi float32, out int, f interp, aa bool)
 	t.start = reuse.Len(t.start, out)
 	if f == interpNearest {
 		t.buildNearest()
+		return
+	}
+	if f.torch() {
+		t.buildTorch(in, lo, hi, out, f, aa)
 		return
 	}
 	// Pillow computes the scale from float32 box coordinates.
@@ -286,6 +302,9 @@ func filterSupport(scale float64, f interp, aa bool) (fs, support float64) {
 // lo..hi is resampled to out pixels with f: the same windows, computed
 // without the weights.
 func boxTaps(in int, lo, hi float32, out int, f interp, aa bool) int {
+	if f.torch() {
+		return torchTaps(in, lo, hi, out, f, aa)
+	}
 	scale := float64(hi-lo) / float64(out)
 	_, support := filterSupport(scale, f, aa)
 	return axisWindows{in, float64(lo), scale, support}.taps(out)
@@ -410,7 +429,7 @@ func (r *resampler) resampleBox(dst []byte, stride, dh, dw int, win rect, src []
 	case !needH:
 		tv := tableY(f, aa)
 		vpass(dst, stride, src[win.x*c:], srow, wrow, tv, win.y, win.h, 0)
-	case verticalFirst(sh, sw, dh, dw):
+	case verticalFirst(sh, sw, dh, dw, f):
 		tv := tableY(f, aa)
 		th := tableX(f, aa)
 		// Only the columns that the horizontal pass reads go through the
@@ -447,9 +466,10 @@ func needPasses(sh, sw, dh, dw int, b srcBox) (needH, needV bool) {
 // the height shrinks by over twice as many pixels as the width, which is
 // less work, and since each pass rounds, the order shows in the pixels.
 // With a box it still compares the whole image's sizes (checked against
-// Pillow 13.0.0 with one-axis box resizes).
-func verticalFirst(sh, sw, dh, dw int) bool {
-	return sh-dh > 2*(sw-dw) && dh < sh
+// Pillow 13.0.0 with one-axis box resizes). torch's modes always run the
+// horizontal pass first.
+func verticalFirst(sh, sw, dh, dw int, f interp) bool {
+	return sh-dh > 2*(sw-dw) && dh < sh && !f.torch()
 }
 
 // The price of resampling, in codec work units (about one per sample
@@ -518,7 +538,7 @@ func resampleWork(sh, sw, dh, dw int, win rect, c int, b srcBox, f interp, aa bo
 			work += float64(dw)*tx*resampleWeightWork + out*tx*tap
 		case !needH:
 			work += float64(dh)*ty*resampleWeightWork + out*ty*tap
-		case verticalFirst(sh, sw, dh, dw):
+		case verticalFirst(sh, sw, dh, dw, f):
 			cols := min(float64(sw), math.Ceil(ww*sx)+tx)
 			work += (float64(dw)*tx+float64(dh)*ty)*resampleWeightWork + (wh*cols*ty+out*tx)*tap
 		default:

@@ -7,7 +7,7 @@ func init() { Register(resizeSchema) }
 var resizeSchema = &Schema{
 	Name: "resize",
 	Doc: "Resizes an image to an exact size or by one side, keeping the aspect ratio, with Pillow's " +
-		"resampling or OpenCV's bilinear (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
+		"resampling, OpenCV's bilinear or torch's uint8 bilinear and bicubic (see interp). Exactly one of size, shorter and longer. A crop that alone reads the " +
 		"result is fused into it: only the kept window is computed, with the same pixels.",
 	Inputs:  []Port{{Name: "image", Doc: "HWC UINT8 image"}},
 	Outputs: []Port{{Name: "image", Doc: "the resized image, same colour"}},
@@ -79,8 +79,8 @@ func newResize(a Args) (Op, error) {
 	if o.aa, err = parseAntialias(a, o.f); err != nil {
 		return nil, err
 	}
-	if o.source && o.f == interpOpenCVLinear {
-		return nil, &ArgError{"source_mode", "follows Pillow's Image.resize, and interp opencv_linear is OpenCV's"}
+	if o.source && (o.f == interpOpenCVLinear || o.f.torch()) {
+		return nil, &ArgError{"source_mode", fmt.Sprintf("follows Pillow's Image.resize, and interp %s is not Pillow's", o.f)}
 	}
 	given, err := a.OneOf("resize", "size", "shorter", "longer")
 	if err != nil {
