@@ -61,7 +61,9 @@ import (
 //	                                 state, large images), cpu
 //	                                 (libjpeg-turbo, then uploaded), input
 //	                                 (a decoded-image input, uploaded),
-//	                                 device (one in this GPU's memory)
+//	                                 device (one in this GPU's memory),
+//	                                 sluice_gpu_huffman (codec's entropy
+//	                                 decoding's twin on the SMs)
 //	sluice_gpu_phase_duration_seconds_total  cumulative seconds of the batch
 //	                                 phases, label phase: parse (headers,
 //	                                 routing), decode, kernel

@@ -1,10 +1,12 @@
 // Package kernels holds Sluice's CUDA kernels: sluice_idct, which turns a
 // JPEG's DCT coefficients into its planes exactly as libjpeg-turbo does;
-// sluice_ycc, which turns planar YCbCr into RGB as it does; and one
+// sluice_ycc, which turns planar YCbCr into RGB as it does; sluice_huffman,
+// which entropy-decodes baseline JPEGs on the SMs into the coefficients
+// codec's decoder gives (huffman.go); and one
 // fused launch per batch that turns decoded images into the pipeline's
 // output tensor (orientation, crop window, Pillow's resampling, letterbox
 // placement, channel selection, normalisation, output type and layout).
-// The kernels are kernels/fused.cu,
+// The kernels are kernels/fused.cu and the *.cuh it includes,
 // compiled by `make ptx` to PTX, which the driver JIT-compiles for the GPU at
 // hand, and to an sm_90 cubin (H100, H200), which loads there without the
 // JIT; both are embedded, so the binary needs nothing from CUDA at build time.

@@ -280,17 +280,26 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			return err
 		}
 	}
-	var hwList, hyList, cpuList []int
+	var hwList, hyList, cpuList, smList []int
+	// add puts a sample on the list of the path its decision gave.
+	add := func(s int) {
+		switch p := e.samples[s].path; {
+		case p.OnWorkers():
+			cpuList = append(cpuList, s)
+		case p == route.SluiceGPUHuffman:
+			smList = append(smList, s)
+		default:
+			hyList = append(hyList, s)
+		}
+	}
 	for s := start; s < end; s++ {
 		smp := &e.samples[s]
 		switch {
 		case smp.failed, smp.path == route.Device: // nothing to decode or copy
 		case smp.engines: // split below between the engines and its path
 			hwList = append(hwList, s)
-		case smp.path.OnWorkers():
-			cpuList = append(cpuList, s)
 		default:
-			hyList = append(hyList, s)
+			add(s)
 		}
 	}
 	cores, cpuPx := 1, 0
@@ -314,14 +323,10 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	plan.Count(px, cpuPx, cores)
 	if plan.Queue == 0 && plan.Engines < len(hwList) {
 		// The rest take the path their decision gave: the coefficient
-		// route or decoupled on the CPU workers, or the batched hybrid
-		// decoder without either.
+		// route or decoupled on the CPU workers, the SMs, or the batched
+		// hybrid decoder without the others.
 		for _, s := range hwList[plan.Engines:] {
-			if e.samples[s].path.OnWorkers() {
-				cpuList = append(cpuList, s)
-			} else {
-				hyList = append(hyList, s)
-			}
+			add(s)
 		}
 		hwList = hwList[:plan.Engines]
 	}
@@ -360,6 +365,20 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			}
 		}()
 	}
+	var smFailed []int
+	if len(smList) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			failed, err := e.decodeSMs(smList)
+			mu.Lock()
+			smFailed = failed
+			if err != nil {
+				retryErr = err
+			}
+			mu.Unlock()
+		}()
+	}
 	e.decodeCPU(b, cpuList, q)
 	tw := time.Now()
 	wg.Wait()
@@ -374,11 +393,15 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	// fits its slot (RGB, or the luma plane of a greyscale JPEG).
 	_, hyLeft := hy.taken()
 	retry = append(append(retry, left...), hyLeft...)
-	if len(retry) > 0 {
-		e.noteRetry(len(retry), retryErr)
-	}
 	for _, s := range retry {
 		e.samples[s].path = route.Fallback(route.Hardware)
+	}
+	for _, s := range smFailed {
+		e.samples[s].path = route.Fallback(route.SluiceGPUHuffman)
+	}
+	retry = append(retry, smFailed...)
+	if len(retry) > 0 {
+		e.noteRetry(len(retry), retryErr)
 	}
 	e.decodeCPU(b, retry, nil)
 	for s := start; s < end; s++ {
@@ -392,6 +415,23 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 	err := e.launch(b, start, end, t1)
 	trace(ActorExecutor, e.id, StepKernel, end-start, t1)
 	return err
+}
+
+// decodeSMs decodes the listed samples' entropy-coded data on the SMs
+// (smHuffman), on a thread with the executor's context; failed are those
+// that take their fallback.
+func (e *Executor) decodeSMs(list []int) (failed []int, err error) {
+	t := time.Now()
+	defer func() { trace(ActorSMs, e.id, StepCall, len(list)-len(failed), t) }()
+	if e.sm == nil {
+		return list, nil
+	}
+	unbind, err := e.bind()
+	if err != nil {
+		return list, err
+	}
+	defer unbind()
+	return e.sm.decode(list, e.samples, e.mem.base, e.fused, e.chain.dec)
 }
 
 // largestFirst sorts samples by their pixels, largest first.

@@ -128,6 +128,7 @@ type Executor struct {
 	set      route.Settings // read once per process (route.Env)
 	split    route.Splitter // the engines' share of the JPEGs they take
 	decoders route.Decoders // what the JPEG route may choose from
+	sm       *smHuffman     // route.SluiceGPUHuffman's decoder; nil unless set.SluiceGPUHuffman
 	hwPx     []int          // runPart's pixels of the engine-decodable samples, kept for the next part
 	decoded  [route.NumPaths]atomic.Int64
 	// Images an nvJPEG path failed on as a whole and the CPU decoded
@@ -205,6 +206,12 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	}
 	if e.fused, err = kernels.LoadFused(); err != nil {
 		return nil, err
+	}
+	if e.set.SluiceGPUHuffman {
+		// Without the decoder, no JPEG is sent its way.
+		if e.sm, err = newSMHuffman(e.fused); err != nil {
+			e.set.SluiceGPUHuffman = false
+		}
 	}
 	if e.evStart, err = cuda.NewEvent(true); err != nil {
 		return nil, err
@@ -356,6 +363,7 @@ func (e *Executor) release() {
 			ev.Destroy()
 		}
 	}
+	e.sm.close() // before the module its kernel is of
 	if e.fused != nil {
 		e.fused.Close()
 	}

@@ -21,10 +21,11 @@ const (
 	ActorHybrid                // a lane of the batched GPU hybrid decoder
 	ActorWorker                // a CPU worker of the GPU's service
 	ActorExecutor              // an executor (a Triton instance)
+	ActorSMs                   // an executor's entropy decoding on the SMs (route.SluiceGPUHuffman)
 )
 
 func (a Actor) String() string {
-	return [...]string{"engines", "hybrid", "worker", "executor"}[a]
+	return [...]string{"engines", "hybrid", "worker", "executor", "sms"}[a]
 }
 
 // Step is what a span was busy with.

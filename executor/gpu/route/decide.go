@@ -59,6 +59,8 @@ func (s Settings) Decide(j codec.JPEGInfo, pixels int, d Decoders) Decision {
 	// image's Huffman decoding on one thread would hold its batch back.
 	large := pixels > s.GPUHuffmanPixels
 	switch {
+	case !large && sequential && s.SluiceGPUHuffman:
+		dec.Path = SluiceGPUHuffman
 	case !large && s.coefficients(sequential):
 		dec.Path = SluiceCoefficients
 	case d.Decoupled && large && d.DecoupledGPU:

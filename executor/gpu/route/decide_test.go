@@ -68,6 +68,8 @@ func TestDecide(t *testing.T) {
 	progOnly.Coefficients = CoefficientsProgressive
 	off := Defaults()
 	off.Coefficients = CoefficientsOff
+	sms := Defaults()
+	sms.SluiceGPUHuffman = true
 	cases := []struct {
 		name    string
 		set     Settings
@@ -98,6 +100,10 @@ func TestDecide(t *testing.T) {
 		{"progressive, coefficients for progressive only", progOnly, prog, all, SluiceCoefficients, false, nvjpeg.CSS420},
 		{"baseline, coefficients off, no decoupled", off, c420, noDecoupled, Hybrid, true, nvjpeg.CSS420},
 		{"progressive, coefficients off", off, prog, all, NvjpegCPUHuffman, false, nvjpeg.CSS420},
+		{"baseline, the SMs' Huffman decoding", sms, c420, all, SluiceGPUHuffman, true, nvjpeg.CSS420},
+		{"greyscale, the SMs' Huffman decoding", sms, grey, none, SluiceGPUHuffman, false, nvjpeg.CSSGray},
+		{"progressive, the SMs' Huffman decoding on: the CPU workers'", sms, prog, all, SluiceCoefficients, false, nvjpeg.CSS420},
+		{"large baseline, the SMs' Huffman decoding on: nvJPEG's GPU state", sms, large, all, NvjpegGPUHuffman, true, nvjpeg.CSS420},
 	}
 	for _, c := range cases {
 		d := c.set.Decide(c.h.JPEG(), c.h.Pixels(), c.d)
@@ -148,6 +154,14 @@ func TestFallback(t *testing.T) {
 	if Fallback(NvjpegGPUHuffman) != NvjpegCPUHuffman {
 		t.Errorf("gpu_huffman falls back to %s, want cpu_huffman", Fallback(NvjpegGPUHuffman))
 	}
+	if Fallback(SluiceGPUHuffman) != SluiceCoefficients {
+		t.Errorf("sluice_gpu_huffman falls back to %s, want coefficients", Fallback(SluiceGPUHuffman))
+	}
+	for p := range NumPaths {
+		if p.String() == "unknown" || p.String() == "" {
+			t.Errorf("path %d has no name", p)
+		}
+	}
 }
 
 // TestFromEnv: each variable overrides its setting; what does not parse
@@ -159,10 +173,12 @@ func TestFromEnv(t *testing.T) {
 		"SLUICE_GPU_BUSY_SHARE":     "60",
 		"SLUICE_GPU_SHARED_QUEUE":   "0",
 		"SLUICE_GPU_HW_LANES":       "x",
+		"SLUICE_GPU_SLUICE_HUFFMAN": "1",
 	}
 	s := FromEnv(func(k string) string { return env[k] })
 	want := Defaults()
 	want.Coefficients, want.GPUHuffmanPixels, want.BusyShare, want.SharedQueue = CoefficientsProgressive, 2_000_000, 0.6, 0
+	want.SluiceGPUHuffman = true
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -15,6 +15,10 @@
 //	                         the batched GPU hybrid decoder (Hybrid)
 //	everything else, and whatever a GPU path fails on   libjpeg-turbo / the format's decoder (CPU)
 //
+// With Settings.SluiceGPUHuffman, the baseline JPEGs the engines leave go
+// to Sluice's entropy decoding on the SMs (SluiceGPUHuffman) instead of
+// the CPU workers, falling back to them.
+//
 // Both routes run at once because the engines alone top out, the batched
 // GPU hybrid decoder runs Huffman decoding on one thread, and the
 // coefficient route on the CPU workers adds its images to the engines'
@@ -38,10 +42,12 @@ const (
 	Input                          // a decoded-image input, copied here as it came (from the host or another GPU)
 	Device                         // a decoded-image input in this GPU's memory, read where it lies
 	SluiceCoefficients             // Sluice's own entropy decoding (codec) on a CPU worker, then sluice_idct
+	SluiceGPUHuffman               // Sluice's own entropy decoding on the SMs (sluice_huffman), then sluice_idct
 	NumPaths
 )
 
-var pathNames = [NumPaths]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input", "device", "coefficients"}
+var pathNames = [NumPaths]string{"hardware", "hybrid", "cpu", "cpu_huffman", "gpu_huffman", "input", "device", "coefficients",
+	"sluice_gpu_huffman"}
 
 func (p Path) String() string {
 	if p < NumPaths {
@@ -51,10 +57,10 @@ func (p Path) String() string {
 }
 
 // OnWorkers reports whether the CPU workers carry the path out (every path
-// but the engines', the batched hybrid decoder's and an input read in
-// place).
+// but the engines', the batched hybrid decoder's, the SMs' and an input
+// read in place).
 func (p Path) OnWorkers() bool {
-	return p != Hardware && p != Hybrid && p != Device
+	return p != Hardware && p != Hybrid && p != Device && p != SluiceGPUHuffman
 }
 
 // Planes reports whether the path decodes through nvJPEG's YCbCr plane
@@ -64,11 +70,16 @@ func (p Path) Planes() bool { return p != CPU && p != Input && p != Device }
 
 // Fallback is where an image goes after path p failed on it, or a worker
 // lacks p's state: the GPU-Huffman state's failures to the CPU-Huffman
-// one (not every stream suits the GPU's Huffman decoding), everything
-// else to libjpeg-turbo, which also names the error.
+// one (not every stream suits the GPU's Huffman decoding), the SMs' to
+// the same entropy decoding on a CPU worker (what the SMs' decoder does
+// not take: several scans, large MCUs; it gives the same coefficients),
+// everything else to libjpeg-turbo, which also names the error.
 func Fallback(p Path) Path {
-	if p == NvjpegGPUHuffman {
+	switch p {
+	case NvjpegGPUHuffman:
 		return NvjpegCPUHuffman
+	case SluiceGPUHuffman:
+		return SluiceCoefficients
 	}
 	return CPU
 }

@@ -14,6 +14,11 @@ type Settings struct {
 	// (SLUICE_GPU_COEFFICIENTS: all, progressive, or 0 for none, which
 	// leaves them to nvJPEG's decoupled decoder).
 	Coefficients Coefficients
+	// SluiceGPUHuffman sends baseline JPEGs up to GPUHuffmanPixels that
+	// the engines leave to Sluice's entropy decoder on the SMs
+	// (SLUICE_GPU_SLUICE_HUFFMAN=1) instead of the CPU workers: a third
+	// decode resource, off until measured beside the other two.
+	SluiceGPUHuffman bool
 	// GPUHuffmanPixels is the size over which a JPEG's Huffman codes are
 	// decoded on the GPU instead of a CPU worker (DALI's
 	// hybrid_huffman_threshold default; SLUICE_GPU_HUFFMAN_PIXELS).
@@ -65,6 +70,7 @@ func FromEnv(getenv func(string) string) Settings {
 	case "0":
 		s.Coefficients = CoefficientsOff
 	}
+	s.SluiceGPUHuffman = getenv("SLUICE_GPU_SLUICE_HUFFMAN") == "1"
 	if n, err := strconv.Atoi(getenv("SLUICE_GPU_HUFFMAN_PIXELS")); err == nil && n > 0 {
 		s.GPUHuffmanPixels = n
 	}

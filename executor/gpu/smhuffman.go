@@ -1,0 +1,242 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/kernels"
+	"github.com/sluice-dev/sluice/kernels/cuda"
+	"github.com/sluice-dev/sluice/kernels/nvjpeg"
+	"github.com/sluice-dev/sluice/ops"
+)
+
+// smHuffman is an executor's route.SluiceGPUHuffman: a part's baseline
+// JPEGs entropy-decoded on the SMs (kernels.HuffmanDecoder) into one
+// device buffer of coefficients laid out as the CPU workers' coefficient
+// route lays them out, then one IDCT and one conversion launch, as that
+// route's flush: the same coefficients, so the same pixels. It runs beside
+// the engines and the CPU workers, on a stream of its own.
+type smHuffman struct {
+	dec    *kernels.HuffmanDecoder
+	stream cuda.Stream
+	dev    cuda.DevicePtr // the images' coefficients, then the IDCT structs
+	devLen int
+	pinned []byte // the IDCT structs' upload
+	comps  []kernels.IDCT
+	conv   yccConv
+	added  []int // the samples added to dec, in its order
+}
+
+func newSMHuffman(f *kernels.Fused) (*smHuffman, error) {
+	d, err := kernels.NewHuffmanDecoder(f)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cuda.NewStream()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &smHuffman{dec: d, stream: s}, nil
+}
+
+// smChunkBytes bounds the device buffer of coefficients: a part whose
+// images need more is decoded in several launches, one after another
+// (about a hundred ImageNet-size photos a launch).
+const smChunkBytes = 64 << 20
+
+// decode decodes the listed samples and waits; failed are those it did
+// not decode, each to take its fallback. The arena's planes and slots are
+// the samples' own, as on every path.
+func (h *smHuffman) decode(list []int, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (failed []int, err error) {
+	var chunk []smImage
+	bytes := 0
+	flush := func() {
+		if len(chunk) > 0 {
+			fl, ferr := h.run(chunk, samples, base, f, dec)
+			failed = append(failed, fl...)
+			if ferr != nil {
+				err = ferr
+			}
+		}
+		chunk, bytes = chunk[:0], 0
+	}
+	for _, s := range list {
+		facts, ferr := codec.ReadJPEGEntropy(samples[s].src)
+		if ferr != nil || facts.Blocks*codec.CoefBlock > smChunkBytes {
+			failed = append(failed, s)
+			continue
+		}
+		n := alignUp(facts.Blocks * codec.CoefBlock)
+		if bytes+n > smChunkBytes {
+			flush()
+		}
+		chunk = append(chunk, smImage{s, facts, bytes})
+		bytes += n
+	}
+	flush()
+	return failed, err
+}
+
+// smImage is one image of a launch: its facts and where its coefficients
+// go in the device buffer.
+type smImage struct {
+	s     int
+	facts *codec.JPEGEntropy
+	at    int
+}
+
+// run decodes one launch's images and waits.
+func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr, f *kernels.Fused, dec ops.DecodeSpec) (failed []int, err error) {
+	h.dec.Reset()
+	h.comps, h.added = h.comps[:0], h.added[:0]
+	h.conv.reset()
+	// The IDCT structs, with offsets into the buffer until its address
+	// is known.
+	var todo []smImage
+	end, blocks := 0, 0
+	for _, im := range images {
+		smp := &samples[im.s]
+		if err := h.place(smp, im.facts, im.at, blocks, base, dec); err != nil {
+			failed = append(failed, im.s)
+			continue
+		}
+		todo = append(todo, im)
+		end = im.at + alignUp(im.facts.Blocks*codec.CoefBlock)
+		for _, c := range im.facts.Comps[:h.planesOf(im.facts, dec)] {
+			blocks += c.BlocksW * c.BlocksH
+		}
+	}
+	if len(todo) == 0 {
+		return failed, nil
+	}
+	all := func(err error) ([]int, error) {
+		for _, im := range todo {
+			failed = append(failed, im.s)
+		}
+		return failed, err
+	}
+	descs := len(h.comps) * kernels.IDCTSize
+	if err := h.grow(end + descs); err != nil {
+		return all(err)
+	}
+	for _, im := range todo {
+		if err := h.dec.Add(samples[im.s].src, im.facts, h.dev+cuda.DevicePtr(im.at)); err != nil {
+			// Not taken (too many subsequences): the IDCT still runs over
+			// its blocks, and the fallback writes its planes again.
+			failed = append(failed, im.s)
+			continue
+		}
+		h.added = append(h.added, im.s)
+	}
+	for i := range h.comps {
+		h.comps[i].Coef += uint64(h.dev)
+		if err := h.comps[i].Check(); err != nil {
+			return all(err)
+		}
+	}
+	if err := growPinned(&h.pinned, descs, 0); err != nil {
+		return all(err)
+	}
+	copy(h.pinned, kernels.Bytes(h.comps))
+	err = h.dec.Launch(h.stream)
+	if err == nil {
+		err = cuda.MemcpyHtoDAsync(h.dev+cuda.DevicePtr(end), h.pinned[:descs], h.stream)
+	}
+	if err == nil {
+		err = f.LaunchIDCT(h.stream, h.dev+cuda.DevicePtr(end), len(h.comps), blocks)
+	}
+	if err == nil {
+		err = h.conv.launch(f, h.stream)
+	}
+	// Wait even after an error: the buffers are the next launch's.
+	if serr := h.stream.Synchronize(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return all(err)
+	}
+	// An image the kernel refused (damaged data) leaves its planes to
+	// its fallback, which decodes it again and names the damage.
+	for i, s := range h.added {
+		if h.dec.Err(i) != nil {
+			failed = append(failed, s)
+		}
+	}
+	return failed, nil
+}
+
+// planesOf is how many of the JPEG's components the pipeline reads: the
+// luma alone in a grey pipeline.
+func (h *smHuffman) planesOf(facts *codec.JPEGEntropy, dec ops.DecodeSpec) int {
+	if dec.Color == ops.Gray {
+		return 1
+	}
+	return len(facts.Comps)
+}
+
+// place adds the IDCT structs and the conversion of one image whose
+// coefficients go at byte at of the buffer, its blocks after the first
+// blocks of the launch; it checks every plane first, as the coefficient
+// route's gather does, so that a refused image leaves nothing behind.
+func (h *smHuffman) place(smp *sample, facts *codec.JPEGEntropy, at, first int, base cuda.DevicePtr, dec ops.DecodeSpec) error {
+	nc := len(facts.Comps)
+	if (nc == 1) != (smp.sub == nvjpeg.CSSGray) || (nc != 1 && nc != 3) {
+		return fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
+	}
+	sx, sy := subsampling(smp.sub)
+	for i, cp := range facts.Comps[:h.planesOf(facts, dec)] {
+		pw, ph := smp.w, smp.h
+		if i > 0 {
+			pw, ph = (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
+		}
+		if cp.W != pw || cp.Height != ph {
+			return fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, cp.W, cp.Height, pw, ph)
+		}
+	}
+	img := h.conv.planes(smp, base, dec)
+	for i, cp := range facts.Comps[:h.planesOf(facts, dec)] {
+		h.comps = append(h.comps, kernels.IDCT{
+			// An offset into the buffer until decode adds its address.
+			Coef: uint64(at + cp.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
+			Pitch: int32(cp.Pitch), BlocksW: int32(cp.BlocksW), BlocksH: int32(cp.BlocksH), W: int32(cp.W), H: int32(cp.Height),
+			DstPitch: int32(img.Pitch[i]), First: int32(first), Quant: cp.Quant,
+		})
+		first += cp.BlocksW * cp.BlocksH
+	}
+	return nil
+}
+
+// grow makes the device buffer hold n bytes, with room to grow by a quarter.
+func (h *smHuffman) grow(n int) error {
+	if h.devLen >= n {
+		return nil
+	}
+	h.freeDev()
+	d, err := cuda.MemAlloc(n + n/4)
+	if err != nil {
+		return err
+	}
+	h.dev, h.devLen = d, n+n/4
+	return nil
+}
+
+func (h *smHuffman) freeDev() {
+	if h.dev != 0 {
+		cuda.MemFree(h.dev)
+		h.dev, h.devLen = 0, 0
+	}
+}
+
+func (h *smHuffman) close() {
+	if h == nil {
+		return
+	}
+	h.dec.Close()
+	h.freeDev()
+	freePinned(&h.pinned)
+	h.conv.free()
+	if h.stream != 0 {
+		h.stream.Destroy()
+	}
+}
