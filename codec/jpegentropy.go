@@ -33,14 +33,11 @@ type JPEGEntropy struct {
 // JPEGComponent is one frame component: its place in the coefficient
 // buffer (as CoefComponent's), and the tables its scan decodes it with.
 type JPEGComponent struct {
-	ID               int
-	H, V             int // sampling factors (1x1 for a JPEG's lone component)
-	BlocksW, BlocksH int // blocks that hold image data
-	Pitch, Rows      int // blocks a stored row and stored rows: whole MCUs
-	First            int // index of its first block in the buffer
-	W, Height        int // its plane's size in samples
-	// Quant is its quantisation table in natural order.
-	Quant [64]uint16
+	// CoefComponent is its place in the buffer, as CoefDecoder's
+	// Component says it, and its quantisation table in natural order.
+	CoefComponent
+	ID   int
+	Rows int // stored rows of blocks: whole MCUs
 	// DC and AC are its Huffman tables as the scan names them (their
 	// symbols slices of the source).
 	DC, AC JPEGHuffman

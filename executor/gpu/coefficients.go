@@ -71,44 +71,55 @@ func (c *coefState) gather(s int, smp *sample, base cuda.DevicePtr, dec ops.Deco
 	if err := c.dec.Decode(c.pinned[c.at:c.at+n], c.nz[:blocks], smp.src); err != nil {
 		return err
 	}
-	nc := c.dec.Components()
+	comps, first, err := idctStructs(c.comps, &c.conv, smp, c.dec.Components(), c.dec.Component, c.at, c.blocks, base, dec)
+	if err != nil {
+		return err
+	}
+	c.comps, c.blocks = comps, first
+	c.at += n
+	c.pending = append(c.pending, s)
+	return nil
+}
+
+// idctStructs appends to comps the IDCT structs of sample smp's nc
+// components, component(i) laid out in a coefficient buffer at byte at (an
+// offset until the caller adds the buffer's address; codec's layout, which
+// both entropy decoders write), its blocks after the launch's first ones,
+// and its conversion to conv; it returns them and the launch's blocks
+// after it. Every plane is checked before anything is added, so that a
+// refused image leaves nothing of its own behind. A grey pipeline reads
+// the luma plane alone.
+func idctStructs(comps []kernels.IDCT, conv *yccConv, smp *sample, nc int, component func(int) codec.CoefComponent,
+	at, first int, base cuda.DevicePtr, dec ops.DecodeSpec) ([]kernels.IDCT, int, error) {
 	if (nc == 1) != (smp.sub == nvjpeg.CSSGray) || (nc != 1 && nc != 3) {
-		return fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
+		return comps, first, fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
 	}
 	if dec.Color == ops.Gray {
-		nc = 1 // the luma plane is the image
+		nc = 1
 	}
 	sx, sy := subsampling(smp.sub)
-	// Check every component before gathering any, so that a failed
-	// image leaves nothing of its own behind (flush checks the structs
-	// once their addresses are known).
-	first, mark := c.blocks, len(c.comps)
-	ycc := len(c.conv.ycc)
-	img := c.conv.planes(smp, base, dec)
 	for i := range nc {
-		cp := c.dec.Component(i)
+		cp := component(i)
 		// The planes the conversion reads must be libjpeg's.
 		pw, ph := smp.w, smp.h
 		if i > 0 {
 			pw, ph = (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
 		}
-		m := kernels.IDCT{
-			// An offset into the upload until flush adds its address.
-			Coef: uint64(c.at + cp.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
+		if cp.W != pw || cp.Height != ph {
+			return comps, first, fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, cp.W, cp.Height, pw, ph)
+		}
+	}
+	img := conv.planes(smp, base, dec)
+	for i := range nc {
+		cp := component(i)
+		comps = append(comps, kernels.IDCT{
+			Coef: uint64(at + cp.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
 			Pitch: int32(cp.Pitch), BlocksW: int32(cp.BlocksW), BlocksH: int32(cp.BlocksH), W: int32(cp.W), H: int32(cp.Height),
 			DstPitch: int32(img.Pitch[i]), First: int32(first), Quant: cp.Quant,
-		}
-		if cp.W != pw || cp.Height != ph {
-			c.comps, c.conv.ycc = c.comps[:mark], c.conv.ycc[:ycc]
-			return fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, cp.W, cp.Height, pw, ph)
-		}
+		})
 		first += cp.BlocksW * cp.BlocksH
-		c.comps = append(c.comps, m)
 	}
-	c.at += n
-	c.blocks = first
-	c.pending = append(c.pending, s)
-	return nil
+	return comps, first, nil
 }
 
 // full reports whether the gathered images are worth a flush now.

@@ -1,12 +1,9 @@
 package gpu
 
 import (
-	"fmt"
-
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels"
 	"github.com/sluice-dev/sluice/kernels/cuda"
-	"github.com/sluice-dev/sluice/kernels/nvjpeg"
 	"github.com/sluice-dev/sluice/ops"
 )
 
@@ -96,16 +93,16 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 	var todo []smImage
 	end, blocks := 0, 0
 	for _, im := range images {
-		smp := &samples[im.s]
-		if err := h.place(smp, im.facts, im.at, blocks, base, dec); err != nil {
+		comps := im.facts.Comps
+		var err error
+		h.comps, blocks, err = idctStructs(h.comps, &h.conv, &samples[im.s], len(comps),
+			func(i int) codec.CoefComponent { return comps[i].CoefComponent }, im.at, blocks, base, dec)
+		if err != nil {
 			failed = append(failed, im.s)
 			continue
 		}
 		todo = append(todo, im)
 		end = im.at + alignUp(im.facts.Blocks*codec.CoefBlock)
-		for _, c := range im.facts.Comps[:h.planesOf(im.facts, dec)] {
-			blocks += c.BlocksW * c.BlocksH
-		}
 	}
 	if len(todo) == 0 {
 		return failed, nil
@@ -164,47 +161,6 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 		}
 	}
 	return failed, nil
-}
-
-// planesOf is how many of the JPEG's components the pipeline reads: the
-// luma alone in a grey pipeline.
-func (h *smHuffman) planesOf(facts *codec.JPEGEntropy, dec ops.DecodeSpec) int {
-	if dec.Color == ops.Gray {
-		return 1
-	}
-	return len(facts.Comps)
-}
-
-// place adds the IDCT structs and the conversion of one image whose
-// coefficients go at byte at of the buffer, its blocks after the first
-// blocks of the launch; it checks every plane first, as the coefficient
-// route's gather does, so that a refused image leaves nothing behind.
-func (h *smHuffman) place(smp *sample, facts *codec.JPEGEntropy, at, first int, base cuda.DevicePtr, dec ops.DecodeSpec) error {
-	nc := len(facts.Comps)
-	if (nc == 1) != (smp.sub == nvjpeg.CSSGray) || (nc != 1 && nc != 3) {
-		return fmt.Errorf("JPEG of %d components, subsampling %d", nc, smp.sub)
-	}
-	sx, sy := subsampling(smp.sub)
-	for i, cp := range facts.Comps[:h.planesOf(facts, dec)] {
-		pw, ph := smp.w, smp.h
-		if i > 0 {
-			pw, ph = (smp.w+sx-1)/sx, (smp.h+sy-1)/sy
-		}
-		if cp.W != pw || cp.Height != ph {
-			return fmt.Errorf("JPEG component %d of %dx%d samples where its planes hold %dx%d", i, cp.W, cp.Height, pw, ph)
-		}
-	}
-	img := h.conv.planes(smp, base, dec)
-	for i, cp := range facts.Comps[:h.planesOf(facts, dec)] {
-		h.comps = append(h.comps, kernels.IDCT{
-			// An offset into the buffer until decode adds its address.
-			Coef: uint64(at + cp.First*codec.CoefBlock), Dst: uint64(img.Channel[i]),
-			Pitch: int32(cp.Pitch), BlocksW: int32(cp.BlocksW), BlocksH: int32(cp.BlocksH), W: int32(cp.W), H: int32(cp.Height),
-			DstPitch: int32(img.Pitch[i]), First: int32(first), Quant: cp.Quant,
-		})
-		first += cp.BlocksW * cp.BlocksH
-	}
-	return nil
 }
 
 // grow makes the device buffer hold n bytes, with room to grow by a quarter.
