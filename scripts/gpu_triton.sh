@@ -50,6 +50,18 @@
 #       of `sluice bench --gpu 0` images/s at each batch size). GT_SOAK_MINUTES: after
 #       the perf sweep, run bench.soak on preprocess_gpu that long (RSS and GPU memory,
 #       wrong answers; results in $OUT/soak.json; GT_SOAK_CONCURRENCY, 64).
+#       GT_RESNET=1: also resnet50_<kind> (torchvision's ResNet-50, random weights
+#       from a fixed seed written there by python3 with torch, FP16 and CUDA graphs
+#       in the python backend; tests/gpu_triton/models/resnet50) and
+#       ensemble_resnet50_<kind>_bytes (preprocess_<kind>_bytes, then it), kind
+#       GT_KIND; runs tests/gpu_triton/test_resnet.py (the logits against torchvision's
+#       preprocessing and the same network, $OUT/resnet_<kind>.json; with the checks
+#       when GT_CHECK is not 0) and tests/gpu_triton/resnet_e2e.py's perf_analyzer
+#       sweep of the pair, Sluice alone and the network alone (GT_PERF_BATCH,
+#       GT_RESNET_CONC "4 8", the GT_PERF windows; GT_RESNET_BUDGET, 240 s: no run
+#       starts later) into $OUT/resnet_perf.md and $OUT/resnet/; GT_PERF=1 beside it
+#       adds the sweep above. GT_RESNET_INSTANCES (network instances per GPU, 1).
+#       GT_START_S: seconds the server may take to load every model (240).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -262,6 +274,26 @@ write_models() {
 	fill "$MODELS/frames/config.pbtxt" NAME=frames_gpu INSTANCE_GROUP="$(group GPU 1)" >"$m/frames_gpu/config.pbtxt" || return 1
 	fill "$MODELS/ensemble_frames/config.pbtxt" NAME=ensemble_frames FRAMES=frames_gpu DECODED=decoded_gpu \
 		>"$m/ensemble_frames/config.pbtxt" || return 1
+	[ "${GT_RESNET:-0}" = 1 ] || return 0
+	# The ResNet-50 behind preprocess_<k>_bytes, k from GT_KIND: its weights are
+	# made here (python3 with torch), beside model.py and the resnet50.py it imports.
+	# A CUDA graph for each batch size a batch of the dynamic batcher is padded to.
+	kind=${GT_KIND:-GPU}
+	k=${kind,,}
+	name=resnet50_$k
+	local w wfile wseed wdigest graphs=""
+	for b in 1 8 16 32 64 128 192 256 "$mb"; do
+		[ "$b" -le "$mb" ] && [[ " $graphs " != *" $b "* ]] && graphs="$graphs $b"
+	done
+	mkdir -p "$m/$name/1" && cp "$MODELS/resnet50/1/model.py" "$ROOT/tests/gpu_triton/resnet50.py" "$m/$name/1/" || return 1
+	w=$("${PYTHON:-python3}" "$ROOT/tests/gpu_triton/resnet_e2e.py" weights "$m/$name/1") || return 1
+	read -r wfile wseed wdigest <<<"$w"
+	fill "$MODELS/resnet50/config.pbtxt" NAME="$name" MAX_BATCH="$mb" BATCHING="$batching" \
+		INSTANCE_GROUP="$(group "$kind" "${GT_RESNET_INSTANCES:-1}")" WEIGHTS="$wfile" SEED="$wseed" DIGEST="$wdigest" \
+		GRAPHS="${graphs# }" >"$m/$name/config.pbtxt" || return 1
+	mkdir -p "$m/ensemble_resnet50_${k}_bytes/1"
+	fill "$MODELS/ensemble_resnet50/config.pbtxt" NAME="ensemble_resnet50_${k}_bytes" MAX_BATCH="$mb" \
+		PREPROCESS="preprocess_${k}_bytes" NETWORK="$name" >"$m/ensemble_resnet50_${k}_bytes/config.pbtxt" || return 1
 }
 
 run() {
@@ -324,7 +356,7 @@ except Exception as e: print("torch: not importable:", e)'
 	fi
 	write_models "$gt/models" "$model" || return 1
 	if [ "${GT_MODELS_ONLY:-0}" = 1 ]; then find "$gt/models" -type f; return 0; fi
-	if [ "${GT_CHECK:-1}" != 0 ] || [ "${GT_PERF:-0}" = 1 ]; then
+	if [ "${GT_CHECK:-1}" != 0 ] || [ "${GT_PERF:-0}" = 1 ] || [ "${GT_RESNET:-0}" = 1 ]; then
 		"$py" -c 'import pytest' 2>/dev/null || { echo "FAIL: $py has no pytest (the checks are tests/gpu_triton's tests)"; return 1; }
 	fi
 
@@ -347,7 +379,8 @@ except Exception as e: print("torch: not importable:", e)'
 	) &
 	local pid=$!
 	local ok=0
-	local deadline=$((SECONDS + 120))
+	# Every model loads before the server is live: the python models import torch first.
+	local deadline=$((SECONDS + ${GT_START_S:-240}))
 	while [ $SECONDS -lt $deadline ]; do
 		if ! kill -0 $pid 2>/dev/null; then echo "tritonserver exited"; break; fi
 		if "$py" -c 'import sys,urllib.request as u; sys.exit(0 if u.urlopen("http://127.0.0.1:'$hp'/v2/health/live", timeout=2).status==200 else 1)' 2>/dev/null; then
@@ -357,7 +390,7 @@ except Exception as e: print("torch: not importable:", e)'
 		sleep 0.2
 	done
 	if [ $ok = 0 ]; then
-		echo "FAIL: tritonserver did not come up in 120 s; the end of its log:"
+		echo "FAIL: tritonserver did not come up in ${GT_START_S:-240} s; the end of its log:"
 		tail -60 "$log"
 		kill -TERM $pid 2>/dev/null
 		return 1
@@ -376,8 +409,13 @@ except Exception as e: print("torch: not importable:", e)'
 			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" \
 			--out "$out" --seconds "${GT_SECONDS:-15}" --gpus "${GT_GPUS:-0}"
 		rc=$?
+	elif [ "${GT_RESNET:-0}" = 1 ]; then
+		echo "== the ResNet-50 ensemble against torchvision (corpus $corpus)"
+		PYTHONPATH="$gt/site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -p no:cacheprovider -s -v tests/gpu_triton/test_resnet.py \
+			--http 127.0.0.1:$hp --grpc 127.0.0.1:$gp --metrics 127.0.0.1:$mp --corpus "$corpus" --out "$out"
+		rc=$?
 	fi
-	if [ "${GT_PERF:-0}" = 1 ]; then
+	if [ "${GT_PERF:-0}" = 1 ] || [ "${GT_RESNET:-0}" = 1 ]; then
 		perf "$dir" "$gt" "$libs" "$out" "$py" $hp $gp || rc=1
 	fi
 	if [ -n "${GT_SOAK_MINUTES:-}" ]; then
@@ -473,6 +511,15 @@ perf() {
 	checked=$(grep -E '^(PASS|FAIL) ' <<<"$ran") || checked=$ran
 
 	local raw=$out/perf runs=$out/perf/runs.tsv i=0 model c rc=$crc
+	if [ "${GT_RESNET:-0}" = 1 ]; then
+		[[ " $forms " == *" bytes "* ]] || { echo "GT_RESNET's sweep sends BYTES elements: GT_PERF_INPUT needs bytes"; return 1; }
+		echo "== perf_analyzer: the ResNet-50 pair, Sluice alone, the network alone"
+		"$py" "$ROOT/tests/gpu_triton/resnet_e2e.py" perf --perf-analyzer "$pa" --ld-library-path "$ldp" \
+			--grpc 127.0.0.1:$gp --http 127.0.0.1:$hp --data "$data/bytes.json" --kind "$k" --batches "$batches" \
+			--concurrency "${GT_RESNET_CONC:-4 8}" --window-ms "$win" --stability "$stab" --trials "$trials" \
+			--budget-s "${GT_RESNET_BUDGET:-240}" --note "${notes[*]}" --raw "$out/resnet" --md "$out/resnet_perf.md" || rc=1
+	fi
+	[ "${GT_PERF:-0}" = 1 ] || return $rc
 	rm -rf "$raw" && mkdir -p "$raw" && : >"$runs" || return 1
 	"$py" "$helper" stats --http 127.0.0.1:$hp -o "$raw/stats_0.json" || return 1
 	for model in $models; do

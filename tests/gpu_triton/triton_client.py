@@ -151,31 +151,59 @@ def wait_until(cond, seconds):
     raise TimeoutError(f"not done in {seconds} s")
 
 
+# The metrics scraper of this folder. tests/triton/helpers.py's scrape reads
+# the same text format, but that module imports tritonclient.http, which the
+# GPU machine's carried tritonclient leaves out (it needs gevent).
+SAMPLE = re.compile(r'^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)(?: \S+)?$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text, family):
+    """[(labels, value, line)] of the samples of one family in Prometheus text
+    (comments and other families skipped; labels a dict)."""
+    out = []
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m and m.group(1) == family:
+            out.append((dict(LABEL.findall(m.group(2) or "")), float(m.group(3)), line))
+    return out
+
+
+def samples(metrics_hostport, family):
+    """parse_metrics of the server's /metrics; none when it cannot be read."""
+    st, text = get(f"http://{metrics_hostport}/metrics", timeout=10)
+    return parse_metrics(text, family) if st == 200 else []
+
+
 def decoded_metric(metrics_hostport):
     """sluice_gpu_decoded_images_total summed over its series, and the series' lines."""
-    st, text = get(f"http://{metrics_hostport}/metrics")
-    total, lines = 0.0, []
-    for line in text.splitlines():
-        if line.startswith("sluice_gpu_decoded_images_total"):
-            lines.append(line)
-            total += float(line.rsplit(" ", 1)[1])
-    return total, lines
+    s = samples(metrics_hostport, "sluice_gpu_decoded_images_total")
+    return sum(v for _, v, _ in s), [line for _, _, line in s]
 
 
 def series(metrics_hostport, family, model, **want):
     """{gpu: value} of a family's series for a model (and the labels in want),
     summed over its other labels."""
-    _, text = get(f"http://{metrics_hostport}/metrics", timeout=10)
     out = {}
-    for line in text.splitlines():
-        if not line.startswith(family + "{"):
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
-        if labels.get("model") != model or any(labels.get(k) != v for k, v in want.items()):
+    for labels, v, _ in samples(metrics_hostport, family):
+        if labels.get("model") != model or any(labels.get(k) != w for k, w in want.items()):
             continue
         g = int(labels.get("gpu", -1))
-        out[g] = out.get(g, 0.0) + float(line.rsplit(" ", 1)[1])
+        out[g] = out.get(g, 0.0) + v
     return out
+
+
+def repository_index(http_hostport):
+    """The repository's models, each {name, version, state, reason}."""
+    req = urllib.request.Request(f"http://{http_hostport}/v2/repository/index", data=b"{}", method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def model_config(http_hostport, model):
+    """The model's configuration as the server holds it (JSON)."""
+    with urllib.request.urlopen(f"http://{http_hostport}/v2/models/{model}/config", timeout=30) as r:
+        return json.loads(r.read())
 
 
 # ---------------------------------------------------------------- load
