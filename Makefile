@@ -177,10 +177,11 @@ chart-schemas:
 	    "$$(mod github.com/prometheus-operator/prometheus-operator@v0.85.0)" \
 	    "$$(mod github.com/kedacore/keda/v2@v2.21.0)"
 
-# Real Triton: tritonserver 2.51.0 from the nvidia-pytriton wheel, tritonclient
-# and perf_analyzer, in their own venv (tests/triton/requirements.txt); on
-# Debian, libpython3.X for the python backend's stub. scripts/triton.sh does
-# it all and is quick when everything is in place.
+# Real Triton: tritonserver 2.51.0 from the nvidia-pytriton wheel, tritonclient,
+# perf_analyzer and ONNX Runtime, in their own venv (tests/triton/requirements.txt);
+# on Debian, libpython3.X for the python backend's stub; the example networks'
+# model.onnx files (scripts/onnx_models.py, rewritten when that script changes).
+# scripts/triton.sh does it all and is quick when everything is in place.
 TRITON_VENV  := .venv-triton
 TRITON_WORK  := $(BUILD)/triton
 TRITON_HOST  ?= 127.0.0.1
@@ -273,10 +274,18 @@ export-test: build venv
 	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
 
 # The same with torch, torchvision, timm, open_clip and ultralytics installed
-# (several GB): their parity tests run instead of skipping.
-export-test-torch: build venv
-	$(VENV)/bin/pip install -q -r python/requirements-torch.txt
-	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) ../$(VENV)/bin/pytest -q tests
+# (about 6 GB: the registry's default torch wheels, CUDA-built, which run on
+# a CPU): their parity tests run instead of skipping. In a venv of their own,
+# not .venv: ultralytics pulls in opencv-python, whose cv2 would replace the
+# pinned headless one the accuracy tests compare against, and an importable
+# torchvision changes the class transformers' AutoImageProcessor gives.
+TORCH_VENV := $(BUILD)/venv-torch
+$(TORCH_VENV)/.stamp: tests/requirements.txt python/requirements-torch.txt
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install -q -r tests/requirements.txt -r python/requirements-torch.txt
+	touch $@
+export-test-torch: build $(TORCH_VENV)/.stamp
+	cd python && SLUICE_BIN=$(abspath $(BUILD)/sluice) $(abspath $(TORCH_VENV))/bin/pytest -q tests
 
 # Sluice's CPU ImageNet pipeline vs OpenCV, same photos, same threads.
 bench-cpu: build venv

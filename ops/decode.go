@@ -104,14 +104,15 @@ func (o *decodeOp) Infer(in []Spec) ([]Spec, error) {
 // for it. Anything else reading the image needs it at full size.
 //
 // A resize with source_mode (checked at compile to be the only consumer)
-// gets each image as Pillow holds it: RGBA for an image with alpha, the
-// inks of a CMYK JPEG, and the mode in Tensor.Mode.
+// gets each image as Pillow holds it, whatever the colour: RGBA for an
+// image with alpha, the inks of a CMYK JPEG, RGB for a GRAY output, and
+// the mode in Tensor.Mode; it converts to the colour after resampling.
 func (o *decodeOp) Link(consumers []Op) {
 	o.sizer, o.source = nil, false
 	if len(consumers) == 1 {
 		o.sizer, _ = consumers[0].(Sizer)
 		r, ok := consumers[0].(sourceResampler)
-		o.source = ok && r.sourceMode() && o.color.Channels() == 3 && o.bg == nil
+		o.source = ok && r.sourceMode() && o.bg == nil
 	}
 }
 
@@ -174,13 +175,23 @@ func (o *decodeOp) Run(c *Ctx, in, out []*Tensor) error {
 	opt := codec.Options{Color: o.color, Orient: o.orient, Scale: o.scale(h), Background: o.bg, CMYK: o.cmyk, FastUpsample: o.fastUpsample}
 	mode := codec.ModeDirect
 	if o.source {
-		// Four channels for the consumer alone; they count in held and,
-		// like an RGBA decode's, in the pixel limit already checked.
+		// Three or four channels for the consumer alone; they count in
+		// held and, like an RGBA decode's, in the pixel limit already
+		// checked. Other images come in the colour itself: "P" and "1"
+		// resample NEAREST, which commutes with converting each pixel,
+		// and RGBA or BGRA of "RGB" and "L" carry a tRNS colour key's
+		// alpha for the resize to apply again.
 		switch mode = h.Mode; mode {
 		case codec.ModeAlpha:
 			opt.Color = RGBA
 		case codec.ModeCMYK:
 			opt.Color, opt.Inks = RGBA, true
+		case codec.ModeDirect:
+			if o.color == Gray {
+				// Pillow resamples an "RGB" image in colour and takes
+				// the luma after: a grey decode first is not the same.
+				opt.Color = RGB
+			}
 		}
 	}
 	oh, ow, oc := h.OutSize(opt)

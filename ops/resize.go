@@ -45,10 +45,13 @@ var resizeSchema = &Schema{
 			Type: BoolArg,
 			Doc: "resample as Pillow does in the mode Image.open gives the image, then convert to the decoded " +
 				"colour: NEAREST for palette and 1-bit images, premultiplied alpha for images with alpha, the " +
-				"four inks for CMYK JPEGs (open_clip's preprocess converts to RGB after resizing). Bit-exact with " +
-				"Image.open(f).resize(...).convert(\"RGB\") for every format (BMP and TIFF palettes, TIFF, AVIF " +
-				"and JPEG 2000 alpha included). Needs a decode (color RGB or BGR, no background, cmyk pillow) directly " +
-				"before it, read by nothing else, and a Pillow filter; KIND_CPU instances only",
+				"four inks for CMYK JPEGs, colour images in colour before GRAY's luma (open_clip's preprocess " +
+				"converts to RGB after resizing). Bit-exact with Image.open(f).resize(...).convert(m), m \"RGB\" " +
+				"for RGB and BGR, \"L\" for GRAY, \"RGBA\" for RGBA and BGRA (alpha from a palette's or a colour " +
+				"key's tRNS), for every format (BMP and TIFF palettes, TIFF, AVIF and JPEG 2000 alpha included; " +
+				"16-bit grey keeps its high byte, as decode does, where Pillow resamples 16 bits and clips). " +
+				"Needs a decode (any color, no background, cmyk pillow) directly before it, read by nothing " +
+				"else, and a Pillow filter; KIND_CPU instances only",
 			Default: BoolVal(false),
 		},
 	}, interpArgs...),
@@ -137,9 +140,6 @@ func (o *resizeOp) Infer(in []Spec) ([]Spec, error) {
 	s, c, err := oneImage("resize", in)
 	if err != nil {
 		return nil, err
-	}
-	if o.source && c != 3 {
-		return nil, fmt.Errorf("resize: source_mode converts the resampled image to RGB or BGR (open_clip's convert(\"RGB\")), but the input is %v: decode with color RGB or BGR", s.Color)
 	}
 	if o.mode == resizeExact {
 		return []Spec{imageSpec(o.h, o.w, c, s.Color)}, nil

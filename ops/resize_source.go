@@ -7,44 +7,74 @@ import (
 
 // resize with source_mode resamples each image as Pillow's Image.resize
 // does in the mode Image.open gives it, then converts to the decoded
-// colour, as Image.open(f).resize(size, filter).convert("RGB") (open_clip's
-// preprocess converts after Resize and CenterCrop; a crop commutes with a
-// per-pixel conversion). The decode before it hands the mode over in
-// Tensor.Mode, with four channels where the mode needs them. Pillow 13's
-// rules (Image.resize; libImaging/Convert.c):
+// colour, as Image.open(f).resize(size, filter).convert(c) with c "RGB"
+// (RGB, BGR), "L" (GRAY) or "RGBA" (RGBA, BGRA): open_clip's preprocess
+// converts to RGB after Resize and CenterCrop, and a crop commutes with a
+// per-pixel conversion. The decode before it hands each image over as
+// resampleInto needs it (held), with the mode in Tensor.Mode. Pillow 13's
+// rules (Image.resize, Image.convert; libImaging/Convert.c):
 //
 //   - "P" and "1" (codec.ModeNearest) resample with NEAREST whatever the
-//     filter: the decoded RGB, since NEAREST picks pixels and convert("RGB")
-//     maps each one alone.
-//   - "RGBA" and "LA" (codec.ModeAlpha) convert to "RGBa"/"La" first,
-//     c' = MULDIV255(c, a) (rgbA2rgba, lA2la), resample the four channels
-//     and convert back, c = CLIP8(255*c' / a) truncated where 0 < a < 255
-//     (rgba2rgbA, la2lA); convert("RGB") then drops alpha. Not with
-//     NEAREST, and not when the size does not change: Image.resize returns
-//     a copy then, before converting.
-//   - "CMYK" (codec.ModeCMYK) resamples the inks as Pillow holds them
-//     (255 minus the stored Adobe samples), then cmyk2rgb (codec.InksTo).
+//     filter, and NEAREST picks pixels while every conversion maps each
+//     pixel alone: the decode in the output colour is resampled as it is
+//     (p2l, p2rgba with the palette's alpha from tRNS, bit2l, bit2rgb).
+//   - "RGBA" and "LA" (codec.ModeAlpha), held as RGBA (L, L, L, A for
+//     "LA"), convert to "RGBa"/"La" first, c' = MULDIV255(c, a)
+//     (rgbA2rgba, lA2la), resample the four channels and convert back,
+//     c = CLIP8(255*c' / a) truncated where 0 < a < 255 (rgba2rgbA,
+//     la2lA). Not with NEAREST, and not when the size does not change:
+//     Image.resize returns a copy then, before converting. Then "RGB"
+//     drops alpha, "RGBA" keeps it (la2rgb for "LA"), and "L" is the luma
+//     of R, G, B (rgb2l, which for L, L, L is la2l's L).
+//   - "CMYK" (codec.ModeCMYK) resamples the inks as Pillow holds them (255
+//     minus the stored Adobe samples), then cmyk2rgb (codec.InksTo), with
+//     alpha 255 for "RGBA" and the luma of that RGB for "L" (Image.convert
+//     goes through "RGB": Convert.c has no CMYK to L).
+//   - "RGB", "L" and every other mode (codec.ModeDirect) resample their
+//     channels as they are. Towards "L" the image is held in RGB, since
+//     the luma of resampled colours is not the resampled luma (an "L"
+//     image holds v, v, v, whose luma is v). Towards "RGBA" it is held in
+//     the output colour, alpha from a PNG's tRNS colour key: Image.convert
+//     makes a pixel transparent where the resampled colour equals the key
+//     (convert_transparent, rgbT2a), opaque elsewhere. The key is the
+//     colour of a transparent source pixel; a key that no source pixel
+//     has is not seen, and such an image comes out opaque.
 
 func (o *resizeOp) sourceMode() bool     { return o.source }
 func (o *resizeCropOp) sourceMode() bool { return o.resize.source }
 
-// fourChannels reports an image handed over in four channels that the
-// resize converts to its colour.
-func (o *resizeOp) fourChannels(src *Tensor) bool {
-	return o.source && (src.Mode == codec.ModeAlpha || src.Mode == codec.ModeCMYK)
+// held is how src comes from the decode linked to this resize: the
+// channels each pixel holds, and whether resampleInto converts them to
+// src.Color after resampling.
+func (o *resizeOp) held(src *Tensor) (ch int, converts bool) {
+	if o.source {
+		switch src.Mode {
+		case codec.ModeAlpha, codec.ModeCMYK:
+			return 4, true
+		case codec.ModeDirect:
+			switch src.Color {
+			case Gray:
+				return 3, true
+			case RGBA, BGRA:
+				return 4, true
+			}
+		}
+	}
+	return src.Color.Channels(), false
 }
 
 // outChannels is the output's channel count for an input of ch channels:
-// ch, or 3 (RGB, BGR) for an image handed over in four.
+// ch, or those of the colour an image handed over for conversion becomes.
 func (o *resizeOp) outChannels(src *Tensor, ch int) (int, error) {
-	if !o.fourChannels(src) {
+	want, converts := o.held(src)
+	if !converts {
 		return ch, nil
 	}
-	if ch != 4 || src.Color.Channels() != 3 {
-		return 0, Errorf(BadInput, "resize: an image in mode %v holds %d channels of %v, want 4 converting to RGB or BGR",
-			src.Mode, ch, src.Color)
+	if ch != want {
+		return 0, Errorf(BadInput, "resize: an image in mode %v for %v holds %d channels, want %d",
+			src.Mode, src.Color, ch, want)
 	}
-	return 3, nil
+	return src.Color.Channels(), nil
 }
 
 // filter is the filter resampleInto uses for src: nearest for a palette
@@ -62,28 +92,41 @@ func premultiplies(src *Tensor, f interp, oh, ow, sh, sw int) bool {
 	return src.Mode == codec.ModeAlpha && f != interpNearest && (oh != sh || ow != sw)
 }
 
+// keyed reports an image resampled straight into its colour, RGBA or BGRA,
+// whose alpha resampleInto then sets from the colour key.
+func keyed(src *Tensor) bool { return src.Mode == codec.ModeDirect && src.Color.Channels() == 4 }
+
 // charge prices resampleInto for the same arguments on c before it runs
 // (Ctx.Charge, as op): the resampling in the channels it runs in and, with
-// source_mode, the premultiplication (per input sample) and the conversion
-// (per window sample).
+// source_mode, the premultiplication or the search for the key (per input
+// sample) and the conversion (per window sample).
 func (o *resizeOp) charge(c *Ctx, op string, oh, ow int, win rect, src *Tensor, sh, sw, ch int) error {
 	f := o.filter(src)
-	if !o.fourChannels(src) {
+	if _, converts := o.held(src); !converts {
 		return chargeResample(c, op, sh, sw, ch, oh, ow, win, f, o.aa, 0)
 	}
 	extra := 4 * float64(win.h) * float64(win.w)
-	if premultiplies(src, f, oh, ow, sh, sw) {
-		extra += 4 * float64(sh) * float64(sw)
+	if premultiplies(src, f, oh, ow, sh, sw) || keyed(src) {
+		extra += float64(ch) * float64(sh) * float64(sw)
 	}
-	return chargeResample(c, op, sh, sw, 4, oh, ow, win, f, o.aa, extra)
+	return chargeResample(c, op, sh, sw, ch, oh, ow, win, f, o.aa, extra)
 }
 
 // resampleInto writes the window win of src's oh×ow resize into dst (rows
-// of stride bytes, in src.Color), following src.Mode with source_mode.
+// of stride bytes, in src.Color), following src.Mode with source_mode. ch
+// is what outChannels accepted.
 func (o *resizeOp) resampleInto(r *resampler, dst []byte, stride, oh, ow int, win rect, src *Tensor, sh, sw, ch int) {
 	f := o.filter(src)
-	if !o.fourChannels(src) {
+	if _, converts := o.held(src); !converts {
 		r.resample(dst, stride, oh, ow, win, src.Data, sh, sw, ch, f, o.aa)
+		return
+	}
+	if keyed(src) {
+		r.resample(dst, stride, oh, ow, win, src.Data, sh, sw, 4, f, o.aa)
+		key, found := colorKey(src.Data)
+		for y := range win.h {
+			keyAlpha(dst[y*stride:y*stride+win.w*4], key, found)
+		}
 		return
 	}
 	data := src.Data
@@ -95,15 +138,18 @@ func (o *resizeOp) resampleInto(r *resampler, dst []byte, stride, oh, ow int, wi
 	}
 	// At most 4 bytes a pixel of the window, whose pixel limit the caller
 	// has checked.
-	wrow := win.w * 4
+	wrow, och := win.w*ch, src.Color.Channels()
 	r.quad = growBuf(r.quad, win.h*wrow)
-	r.resample(r.quad, wrow, oh, ow, win, data, sh, sw, 4, f, o.aa)
+	r.resample(r.quad, wrow, oh, ow, win, data, sh, sw, ch, f, o.aa)
 	for y := range win.h {
-		in, out := r.quad[y*wrow:(y+1)*wrow], dst[y*stride:y*stride+win.w*3]
-		if src.Mode == codec.ModeCMYK {
+		in, out := r.quad[y*wrow:(y+1)*wrow], dst[y*stride:y*stride+win.w*och]
+		switch src.Mode {
+		case codec.ModeCMYK:
 			codec.InksTo(out, in, src.Color)
-		} else {
-			dropAlpha(out, in, src.Color, premul)
+		case codec.ModeAlpha:
+			fromRGBA(out, in, src.Color, premul)
+		default:
+			lumaRow(out, in)
 		}
 	}
 }
@@ -120,23 +166,73 @@ func premultiply(dst, src []byte) {
 	}
 }
 
-// dropAlpha writes RGBA pixels as c (RGB or BGR), dividing premultiplied
-// ones by their alpha first as Pillow's RGBa to RGBA does: 255*v/a,
-// truncated and clipped, where alpha is neither 0 nor 255.
-func dropAlpha(dst, src []byte, c Color, premul bool) {
+// fromRGBA writes RGBA pixels in colour c, dividing premultiplied ones by
+// their alpha first as Pillow's RGBa to RGBA does: 255*v/a, truncated and
+// clipped, where alpha is neither 0 nor 255. GRAY is Pillow's luma of R,
+// G and B (rgb2l); RGB and BGR drop alpha.
+func fromRGBA(dst, src []byte, c Color, premul bool) {
+	n := c.Channels()
 	ri, bi := 0, 2
-	if c == BGR {
+	if c == BGR || c == BGRA {
 		ri, bi = 2, 0
 	}
-	for i, j := 0, 0; i+3 < len(src); i, j = i+4, j+3 {
+	for i, j := 0, 0; i+3 < len(src); i, j = i+4, j+n {
 		p := src[i : i+4 : i+4]
-		r, g, b := p[0], p[1], p[2]
-		if a := uint32(p[3]); premul && a != 0 && a != 255 {
-			r, g, b = unpremul(r, a), unpremul(g, a), unpremul(b, a)
+		r, g, b, a := p[0], p[1], p[2], p[3]
+		if a32 := uint32(a); premul && a32 != 0 && a32 != 255 {
+			r, g, b = unpremul(r, a32), unpremul(g, a32), unpremul(b, a32)
 		}
-		d := dst[j : j+3 : j+3]
+		if n == 1 {
+			dst[j] = luma(r, g, b)
+			continue
+		}
+		d := dst[j : j+n : j+n]
 		d[ri], d[1], d[bi] = r, g, b
+		if n == 4 {
+			d[3] = a
+		}
 	}
 }
 
 func unpremul(v byte, a uint32) byte { return byte(min(255*uint32(v)/a, 255)) }
+
+// luma is Pillow's L of an RGB pixel (ITU-R 601-2 in 16-bit fixed point,
+// rounded: Convert.c's L24). Its weights sum to 65536, so grey v, v, v
+// gives v.
+func luma(r, g, b byte) byte {
+	return byte((uint32(r)*19595 + uint32(g)*38470 + uint32(b)*7471 + 0x8000) >> 16)
+}
+
+// lumaRow writes the luma of RGB pixels, as Pillow's convert("L") (rgb2l).
+func lumaRow(dst, rgb []byte) {
+	for i, j := 0, 0; i+2 < len(rgb); i, j = i+3, j+1 {
+		p := rgb[i : i+3 : i+3]
+		dst[j] = luma(p[0], p[1], p[2])
+	}
+}
+
+// colorKey is the colour (in the image's order) of the first transparent
+// pixel of four-channel pixels whose alpha came from a tRNS colour key, 0
+// where the colour is the key and 255 elsewhere; found is false when every
+// pixel is opaque.
+func colorKey(px []byte) (key [3]byte, found bool) {
+	for i := 3; i < len(px); i += 4 {
+		if px[i] == 0 {
+			return [3]byte{px[i-3], px[i-2], px[i-1]}, true
+		}
+	}
+	return key, false
+}
+
+// keyAlpha sets each pixel's alpha as Pillow's convert("RGBA") of an image
+// with a colour key (rgbT2a): 0 where the colour is the key, 255
+// elsewhere.
+func keyAlpha(px []byte, key [3]byte, found bool) {
+	for i := 0; i+3 < len(px); i += 4 {
+		p := px[i : i+4 : i+4]
+		p[3] = 255
+		if found && p[0] == key[0] && p[1] == key[1] && p[2] == key[2] {
+			p[3] = 0
+		}
+	}
+}

@@ -192,10 +192,11 @@ type Tensor struct {
 
 	// Mode is how Pillow's Image.open holds the image, set by a decode
 	// whose only consumer is a resize with source_mode and nowhere else.
-	// With codec.ModeAlpha the pixels are RGBA, with codec.ModeCMYK the
-	// inks as Pillow holds them (codec.Options.Inks): four channels, while
-	// Color stays the colour decode promised (RGB or BGR), which the
-	// resize converts them to. ModeDirect (zero) otherwise.
+	// The channels are then the ones that mode resamples in (resize_source.go:
+	// RGBA with codec.ModeAlpha, the inks with codec.ModeCMYK, RGB for a
+	// GRAY output of a colour image), while Color stays the colour decode
+	// promised, which the resize converts them to. ModeDirect (zero)
+	// otherwise.
 	Mode codec.Mode
 
 	// fixed is set when Data is a caller-owned destination (one sample of

@@ -13,6 +13,10 @@ func TestCompileSourceMode(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{`node { op: "decode" } ` + rs + out, ""},
 		{`node { op: "decode" arg { name: "color" str: "BGR" } } ` + rs + ` node { op: "crop" arg { name: "size" ints { v: [4, 4] } } } output { name: "O" }`, ""},
+		{`node { op: "decode" arg { name: "color" str: "GRAY" } } ` + rs + out, ""},
+		{`node { op: "decode" arg { name: "color" str: "BGRA" } } ` + rs + out, ""},
+		{`node { op: "decode" arg { name: "color" str: "GRAY" } arg { name: "background" ints { v: [0, 0, 0] } } } ` + rs + out,
+			`argument "source_mode": resizes alpha as Pillow does, but node "decode" (#1) composites it onto a background first`},
 		{`node { op: "decode" } node { op: "crop" arg { name: "size" ints { v: [9, 9] } } } ` + rs + out,
 			`node "rs" (#3): argument "source_mode": needs a decode directly before it, which knows the mode Pillow opens each image in; it reads "crop"`},
 		{`node { op: "decode" } ` + rs + out + ` output { name: "D" source: "decode" }`,
@@ -21,8 +25,6 @@ func TestCompileSourceMode(t *testing.T) {
 			`argument "source_mode": resizes alpha as Pillow does, but node "decode" (#1) composites it onto a background first`},
 		{`node { op: "decode" arg { name: "cmyk" str: "opencv" } } ` + rs + out,
 			`argument "source_mode": converts CMYK as Pillow does, but node "decode" (#1) says cmyk "opencv"`},
-		{`node { op: "decode" arg { name: "color" str: "GRAY" } } ` + rs + out,
-			`source_mode converts the resampled image to RGB or BGR`},
 	} {
 		_, err := compileText(t, `version: 1 input { name: "I" } `+c.text)
 		switch {

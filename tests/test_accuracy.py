@@ -269,6 +269,122 @@ def test_resize_no_antialias_vs_opencv(sluice, corpus):
             assert mean <= 0.35 and mx <= 1, (p.name, (h, w), mean, mx)
 
 
+# --- resize with source_mode ----------------------------------------------
+
+# Decode colours and the Pillow mode each converts to after resizing, with
+# the channel order to take from it. RGB and BGR (open_clip's) are judged
+# against Pillow in ops' tests and python/tests' open_clip parity.
+SOURCE_COLORS = {"GRAY": ("L", [0]), "RGBA": ("RGBA", [0, 1, 2, 3]), "BGRA": ("RGBA", [2, 1, 0, 3])}
+SOURCE_INTERPS = ["linear", "cubic", "nearest", "area"]
+
+
+def source_pipeline(h, w):
+    """One decode (orient off, as open_clip's Image.open) and resize with
+    source_mode per colour and filter, each output named COLOR_INTERP."""
+    lines = ['version: 1', 'input { name: "IMAGE" }']
+    for color in SOURCE_COLORS:
+        for interp in SOURCE_INTERPS:
+            n = f"{color}_{interp}"
+            lines += [
+                f'node {{ name: "d_{n}" op: "decode" input: "IMAGE" arg {{ name: "color" str: "{color}" }} '
+                'arg { name: "orient" bool: false } }',
+                f'node {{ name: "r_{n}" op: "resize" input: "d_{n}" arg {{ name: "size" ints {{ v: [{h}, {w}] }} }} '
+                f'arg {{ name: "interp" str: "{interp}" }} arg {{ name: "source_mode" bool: true }} }}',
+                f'output {{ name: "{n}" source: "r_{n}" }}',
+            ]
+    return "\n".join(lines)
+
+
+def source_generated(corpus, tmp_path):
+    """The modes the corpus lacks, made from a photo: LA, 1 (PNG and PBM), a
+    palette with tRNS (semi-transparent entries too), RGB and L with a tRNS
+    colour key (the key painted on a block, and its colour on single pixels
+    elsewhere), RGBA with every alpha (PNG, lossless WebP) and a palette
+    BMP."""
+    rgb = Image.open(corpus / "jpeg/derived/lom-bridge_full_512x384_b420q75.jpg").convert("RGB").resize((181, 127))
+    a = np.asarray(rgb).copy()
+    rng = np.random.default_rng(11)
+    ramp = (np.arange(a.shape[1])[None, :] * 2 + np.arange(a.shape[0])[:, None]) % 256
+    ends = rng.choice([0, 255], a.shape[:2])  # alpha 0 and 255 on a fifth of the pixels
+    alpha = Image.fromarray(np.where(rng.random(a.shape[:2]) < 0.2, ends, ramp).astype(np.uint8))
+    out = []
+
+    def save(im, name, **kw):
+        p = tmp_path / name
+        im.save(p, **kw)
+        out.append(p)
+
+    la = rgb.convert("L")
+    la.putalpha(alpha)
+    save(la, "src_la.png")
+    rgba = rgb.copy()
+    rgba.putalpha(alpha)
+    save(rgba, "src_rgba.png")
+    save(rgba, "src_rgba_lossless.webp", lossless=True)
+    save(rgb.convert("1"), "src_bit.png")
+    save(rgb.convert("1"), "src_bitmap.pbm")
+    pal = rgb.quantize(64)
+    trns = bytes(rng.choice([0, 255, 128, 40], 64))
+    save(pal, "src_palette_trns.png", transparency=trns)
+    save(rgb.quantize(200), "src_palette.bmp")
+    key = (12, 200, 34)
+    a[20:60, 30:90] = key
+    a[5, 5] = a[100, 170] = key
+    save(Image.fromarray(a), "src_rgb_key.png", transparency=key)
+    g = np.asarray(rgb.convert("L")).copy()
+    g[20:60, 30:90] = 77
+    save(Image.fromarray(g), "src_l_key.png", transparency=77)
+    return out
+
+
+def source_reference(im, h, w, interp, color):
+    """Pillow's Image.resize in the image's own mode, then convert: im is
+    Image.open's image (16-bit grey taken to its high byte first, as
+    decode does everywhere)."""
+    mode, order = SOURCE_COLORS[color]
+    if im.mode in ("I", "I;16", "I;16B"):
+        im = Image.fromarray((np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8))
+    a = np.asarray(im.resize((w, h), PIL_FILTER[interp]).convert(mode))
+    return a.reshape(h, w, -1)[:, :, order]
+
+
+# Shrinking both sides, shrinking one and enlarging the other, enlarging
+# both; the large photos (RGB, 10 of them, up to 16 MP) at the first only.
+@pytest.mark.parametrize("size", [(224, 224), (97, 640), (400, 560)])
+@pytest.mark.filterwarnings("ignore:Palette images with Transparency expressed in bytes")
+def test_resize_source_mode_vs_pillow(sluice, corpus, tmp_path, size):
+    """resize with source_mode to GRAY, RGBA and BGRA equals
+    Image.open(p).resize(size, filter).convert("L" or "RGBA"), byte for
+    byte: on every photo of the corpus (its modes: RGB, L, P, RGBA, CMYK
+    and 16-bit grey) and on the modes made here, with each Pillow filter.
+    Pillow resizes "P" and "1" NEAREST, "RGBA" and "LA" premultiplied,
+    "CMYK" as inks, "RGB" in colour before its luma, and keys a colour's
+    tRNS after resizing."""
+    h, w = size
+    photos = [p for p in corpus.good() if size == (224, 224) or "large" not in p.parts]
+    paths = photos + source_generated(corpus, tmp_path)
+    assert len({p.stem for p in paths}) == len(paths)
+    modes = {}
+    for p in paths:
+        with Image.open(p) as im:
+            modes[p] = im.mode, "transparency" in im.info
+    assert {"RGB", "L", "P", "RGBA", "CMYK", "I;16", "LA", "1"} <= {m for m, _ in modes.values()}, modes
+    assert {("P", True), ("RGB", True), ("L", True)} <= set(modes.values()), modes
+    res, _ = sluice.run(source_pipeline(h, w), paths)
+    diffs = {}
+    for p in paths:
+        im = Image.open(p)
+        im.load()
+        for color in SOURCE_COLORS:
+            for interp in SOURCE_INTERPS:
+                n = f"{color}_{interp}"
+                got, want = res[str(p)][n], source_reference(im, h, w, interp, color)
+                assert got.shape == want.shape, (p.name, n, got.shape, want.shape)
+                diffs[(p.name, n)] = int(np.abs(got.astype(int) - want).max())
+    bad = {k: d for k, d in diffs.items() if d}
+    assert not bad, f"{len(bad)} of {len(diffs)} differ (name, output: max diff): {dict(list(bad.items())[:10])}"
+
+
 # --- whole pipelines -------------------------------------------------------
 
 

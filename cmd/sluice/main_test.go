@@ -158,7 +158,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"compile", repoFile(t, imagenet)}, 1, "-o FILE is required"},
 		{[]string{"run", "--out", dir, "x.jpg"}, 1, "--pipeline is required"},
 		{[]string{"run", "--pipeline", repoFile(t, imagenet), "x.jpg"}, 1, "--out DIR is required"},
-		{[]string{"run", "--pipeline", repoFile(t, imagenet), "--out", dir, "a/x.jpg", "b/x.png"}, 1, "would both write x.*.npy"},
+		{[]string{"run", "--pipeline", repoFile(t, imagenet), "--out", dir, "a/x.jpg", "b/x.jpg"}, 1, "would both write x.jpg.*.npy"},
 		{[]string{"bench", "--pipeline", repoFile(t, imagenet), dir}, 1, "no image files in"},
 		{[]string{"run", "--workers", "many"}, 1, "invalid value"},
 		{[]string{"run", "--gpu", "0,x"}, 1, `"x" is not a GPU ordinal`},

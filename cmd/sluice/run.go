@@ -13,7 +13,6 @@ import (
 
 	"github.com/sluice-dev/sluice/cmd/sluice/npy"
 	"github.com/sluice-dev/sluice/executor"
-	_ "github.com/sluice-dev/sluice/executor/gpu" // registers the GPU executor
 	"github.com/sluice-dev/sluice/ops"
 	"github.com/sluice-dev/sluice/pipeline"
 )
@@ -136,7 +135,8 @@ func countTensors(c *pipeline.Compiled) int {
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	ef := addExecFlags(fs)
-	outDir := fs.String("out", "", "directory for the .npy files (required)")
+	outDir := fs.String("out", "", "directory for the .npy files (required): <stem>.<OUTPUT>.npy, or <file name>.<OUTPUT>.npy "+
+		"for images whose stems collide (x.bmp and x.avif)")
 	boxesFile := fs.String("boxes", "", "for a pipeline with a boxes input: the boxes of every image, a JSON list [[x1, y1, x2, y2], ...] "+
 		"or a JSON object of such lists by image file name, or a .npy FP32 [N, 4]; fewer rows than the input's max are padded with NaN, "+
 		"and a count input gets the number of rows given")
@@ -150,13 +150,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 {
 		return fmt.Errorf("no images given")
 	}
-	bases := map[string]string{}
-	for _, p := range pos {
-		b := baseName(p)
-		if other, dup := bases[b]; dup {
-			return fmt.Errorf("%s and %s would both write %s.*.npy", other, p, b)
-		}
-		bases[b] = p
+	names, err := outputNames(pos)
+	if err != nil {
+		return err
 	}
 	dev, err := ef.device()
 	if err != nil {
@@ -227,7 +223,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 			for o, out := range res.Outputs {
 				n := e.SampleBytes(o)
-				name := filepath.Join(*outDir, baseName(p)+"."+out.Name+".npy")
+				name := filepath.Join(*outDir, names[start+i]+"."+out.Name+".npy")
 				if err := writeNpy(name, out.Spec, out.Data[i*n:(i+1)*n]); err != nil {
 					return err
 				}
@@ -274,6 +270,32 @@ func readDecoded(b []byte, spec ops.Spec) ([]int, []byte, error) {
 func baseName(p string) string {
 	b := filepath.Base(p)
 	return strings.TrimSuffix(b, filepath.Ext(b))
+}
+
+// outputNames is the name each image's outputs take, <name>.<OUTPUT>.npy:
+// its stem, or, where another image has the same stem (x.bmp and x.avif,
+// one picture in two formats), its whole file name, so that neither
+// overwrites the other and the caller can still tell them apart. Only what
+// still collides then (the same file name in two folders) is an error,
+// before anything is written.
+func outputNames(paths []string) ([]string, error) {
+	stems := map[string]int{}
+	for _, p := range paths {
+		stems[baseName(p)]++
+	}
+	names := make([]string, len(paths))
+	owner := map[string]string{}
+	for i, p := range paths {
+		names[i] = baseName(p)
+		if stems[names[i]] > 1 {
+			names[i] = filepath.Base(p)
+		}
+		if other, dup := owner[names[i]]; dup {
+			return nil, fmt.Errorf("%s and %s would both write %s.*.npy", other, p, names[i])
+		}
+		owner[names[i]] = p
+	}
+	return names, nil
 }
 
 func writeNpy(name string, s ops.Spec, data []byte) error {

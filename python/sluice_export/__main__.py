@@ -1,7 +1,8 @@
 """python -m sluice_export export SOURCE -o MODEL_DIR [options]
 
 One source:
-  --torchvision-pickle FILE   a pickled torchvision/open_clip Compose (torch.save or pickle; needs torch)
+  --torchvision-pickle FILE   a pickled torchvision/open_clip Compose or weights preset (torch.save of
+                              weights.transforms()); needs torch
   --timm-config FILE.json     timm's resolve_data_config output or a model's pretrained_cfg, as JSON
   --transformers PATH|JSON    a preprocessor_config.json, its folder, or its JSON text
   --ultralytics SETTINGS      LetterBox settings: imgsz=640,stride=32,auto=false,scaleup=true,...
@@ -59,8 +60,11 @@ def main(argv=None):
     ex.add_argument("--ensemble-output", action="append", metavar="NAME:DTYPE:DIMS",
                     help="MODEL's output, e.g. SCORES:FP32:1000 (repeatable); left out, a placeholder to edit")
     ex.add_argument("--transformers-backend", choices=["pil", "torchvision"],
-                    help="the processor backend used (default: as AutoImageProcessor picks here)")
-    ex.add_argument("--timm-test-size", action="store_true", help="use the config's test_input_size/test_crop_pct")
+                    help="the backend the processor ran on: pil (the *Pil classes) or torchvision (transformers 5's "
+                         "default where torchvision is installed). A saved config does not say (save_pretrained "
+                         "writes the class without its Pil suffix); left out, as AutoImageProcessor picks here")
+    ex.add_argument("--timm-test-size", action="store_true",
+                    help="use the config's test_input_size/test_crop_pct instead of input_size/crop_pct")
     ex.add_argument("--allow-approx", action="store_true",
                     help="accept a documented approximation (printed with its bound) instead of refusing")
     ex.add_argument("--print", action="store_true", help="also print the pipeline")

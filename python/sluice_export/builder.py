@@ -11,7 +11,10 @@ import pathlib
 
 ONE_255 = 1.0 / 255.0
 
-INTERPS = ("nearest", "linear", "cubic", "area", "opencv_linear")
+INTERPS = ("nearest", "linear", "cubic", "area", "opencv_linear", "torch_linear", "torch_cubic")
+# torch's uint8 tensor resize (torchvision.transforms.v2.functional.resize of a
+# uint8 tensor), the Pillow filter it stands beside -> Sluice's interp.
+TORCH_INTERPS = {"linear": "torch_linear", "cubic": "torch_cubic"}
 COLORS = {"RGB": 3, "BGR": 3, "GRAY": 1, "RGBA": 4, "BGRA": 4}
 DTYPES = {"FP32": "TYPE_FP32", "FP16": "TYPE_FP16", "UINT8": "TYPE_UINT8"}
 ROUNDINGS = ("half_even", "floor")
@@ -160,14 +163,17 @@ class Pipeline:
     def source_mode(self):
         """Sets source_mode on the resize directly after decode: it resamples each image as Pillow
         does in the mode Image.open gives it (P and 1 NEAREST, RGBA and LA premultiplied, CMYK as
-        inks), then converts to the decoded colour, as Image.open(f).resize(...).convert("RGB")."""
+        inks), then converts to the decoded colour, as Image.open(f).resize(...).convert("RGB")
+        (or "L", "RGBA")."""
         if len(self.nodes) < 2 or self.nodes[1].op != "resize":
             raise ExportError("resize source_mode: needs the resize directly after decode")
         dec = self.nodes[0].args
-        if dec["color"][1] not in ("RGB", "BGR") or "background" in dec or dec.get("cmyk", ("str", "pillow"))[1] != "pillow":
-            raise ExportError("resize source_mode: needs decode color RGB or BGR, no background, cmyk pillow")
-        if self.nodes[1].args["interp"][1] == "opencv_linear":
-            raise ExportError("resize source_mode: follows Pillow, and interp opencv_linear is OpenCV's")
+        if "background" in dec or dec.get("cmyk", ("str", "pillow"))[1] != "pillow":
+            raise ExportError("resize source_mode: needs a decode with no background, cmyk pillow")
+        interp = self.nodes[1].args["interp"][1]
+        if interp == "opencv_linear" or interp.startswith("torch_"):
+            owner = "OpenCV's" if interp == "opencv_linear" else "torch's"
+            raise ExportError(f"resize source_mode: follows Pillow, and interp {interp} is {owner}")
         self.nodes[1].args["source_mode"] = ("bool", True)
         return self
 

@@ -1,19 +1,31 @@
 """transformers image processor -> Sluice pipeline (no transformers needed).
 
-Input: a preprocessor_config.json (path or dict) or the processor object. The
-Pillow backend (CLIPImageProcessorPil, ...) is exact: Pillow resize, numpy crop
-at (H - h) // 2 (crop rounding "floor"), float64 rescale cast to float32,
-float32 normalize. The torchvision backend (the default CLIPImageProcessor in
-transformers 5) resizes through torch's uint8 kernels: refused unless
-allow_approx."""
+Input: a preprocessor_config.json (path or dict) or the processor object.
+Both of transformers 5's backends are exact:
+
+- Pillow (CLIPImageProcessorPil, ...): Pillow resize (Sluice's nearest,
+  linear, cubic, area), numpy crop at (H - h) // 2 (crop rounding "floor"),
+  float64 rescale cast to float32, float32 normalize.
+- torchvision (CLIPImageProcessor, the default where torchvision is
+  installed; *Fast in configs saved by transformers 4): the PIL image as a
+  uint8 tensor, torchvision.transforms.v2.functional.resize with
+  antialias=True (Sluice's torch_linear, torch_cubic), center crop at
+  int((H - h) / 2), then rescale and normalize fused in float32:
+  (x - 255 * mean) / (255 * std). Sluice's normalize computes
+  (x / 255 - mean) / std in float64 rounded to float32: at most 4.8e-7
+  apart for any 0-255 input and CLIP's, ImageNet's or 0.5 means and stds.
+
+save_pretrained writes the class without its Pil suffix, so a saved config
+does not say which backend ran: AutoImageProcessor picks torchvision where it
+is installed, else Pillow. The exporter does the same unless told
+(backend=, --transformers-backend), and says which it took."""
 
 import dataclasses
 import json
 import os
 import pathlib
 
-from .builder import ExportError, Pipeline
-from .torchvision_export import TRANSFORMERS_TORCH_BOUND, bound_text
+from .builder import TORCH_INTERPS, ExportError, Pipeline
 
 # PIL.Image.Resampling codes -> Sluice's interp (1 LANCZOS, 5 HAMMING: none)
 _RESAMPLE = {0: "nearest", 2: "linear", 3: "cubic", 4: "area"}
@@ -117,9 +129,25 @@ def default_backend():
     return "torchvision" if importlib.util.find_spec("torchvision") else "pil"
 
 
+_PIL_FLAG = "--transformers-backend pil (backend='pil')"
+_TV_FLAG = "--transformers-backend torchvision (backend='torchvision')"
+
+
 def export_transformers(source, name="preprocess", backend=None, allow_approx=False, log=print):
+    """A transformers image processor or its saved config -> Pipeline, exact on both backends.
+
+    allow_approx is accepted for symmetry with the other exporters: nothing here
+    is approximate (what is not exact is refused)."""
     cfg, cls, named_backend = _load(source)
-    backend = backend or named_backend or default_backend()
+    chosen = None  # why the backend is what it is, when neither the caller nor the config said
+    if backend is None and named_backend is None:
+        backend = default_backend()
+        chosen = (f"the config names no backend (save_pretrained writes {cls}, without the Pil suffix of the Pillow "
+                  f"class), so this export follows what AutoImageProcessor picks on this machine: {backend}"
+                  + (" (torchvision is installed)" if backend == "torchvision" else " (torchvision is not installed)")
+                  + ". If the model's processor ran on the other backend, export again with "
+                  + (_PIL_FLAG if backend == "torchvision" else _TV_FLAG))
+    backend = backend or named_backend
     if backend not in ("pil", "torchvision"):
         raise ExportError(f"transformers: backend {backend!r} is not pil or torchvision")
     if cls not in CLASSES:
@@ -131,31 +159,26 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
     for k, v in d.items():
         if k.startswith("do_") and k not in _HANDLED and v:
             raise ExportError(f"transformers: {cls} has {k}=True, a step Sluice's pipeline does not take")
+    tv = backend == "torchvision"
     p = Pipeline(name)
     p.note(f"Exported from transformers' {cls} ({backend} backend) by sluice_export.\n"
            "Input as processor(PIL.Image.open(path)): no EXIF orientation (orient: false).")
+    if chosen:
+        log("note: " + chosen)
+        p.note(_wrap(chosen))
     if d["do_convert_rgb"]:
-        # convert_to_rgb composites alpha onto white (Image.alpha_composite).
+        # convert_to_rgb composites alpha onto white (Image.alpha_composite);
+        # the torchvision backend calls the same function on a PIL image.
         p.decode(color="RGB", orient=False, background=[255, 255, 255])
     else:
         p.decode(color="RGB", orient=False)
         p.note("do_convert_rgb false: transformers then takes the image's own mode; exact for RGB images only.")
-    approx = backend == "torchvision"
-    if approx and d["do_resize"]:
-        if not allow_approx:
-            raise ExportError(f"transformers: {cls} with the torchvision backend resizes through torch's uint8 kernels, "
-                              f"not Pillow's: {bound_text(TRANSFORMERS_TORCH_BOUND.get(cls))}; pass allow_approx=True (--allow-approx) to accept, "
-                              "or backend='pil' if you use the *Pil class")
-        msg = f"approximation accepted: {cls} torchvision-backend resize mapped to Pillow's filter, {bound_text(TRANSFORMERS_TORCH_BOUND.get(cls))}"
-        log(msg)
-        p.note(msg)
     resample = d["resample"]
     resample = getattr(resample, "value", resample)
+    floor_ok = True  # the crop never pads (where the two backends put an odd padding row differently)
     if d["do_resize"]:
-        if resample not in _RESAMPLE:
-            raise ExportError(f"transformers: resample {_RESAMPLE_NAMES.get(resample, resample)} has no Sluice filter "
-                              "(NEAREST 0, BILINEAR 2, BICUBIC 3, BOX 4 do)")
-        interp = _RESAMPLE[resample]
+        interp = _interp(resample, tv, cls)
+        aa = True if tv else None  # the torchvision backend's resize: tvF.resize(..., antialias=True)
         size = _size_dict(d.get("size"), d["default_to_square"], "size")
         if cls == "ConvNextImageProcessor":
             se = size.get("shortest_edge")
@@ -163,14 +186,23 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
                 raise ExportError(f"transformers: ConvNextImageProcessor needs size {{'shortest_edge': N}}, got {size!r}")
             if se < 384:
                 # int(shortest_edge / crop_pct), aspect kept (truncated), then a floor-centred crop
-                p.resize(shorter=int(se / d["crop_pct"]), interp=interp)
+                shorter = int(se / d["crop_pct"])
+                if tv and shorter < se:
+                    raise ExportError(f"transformers: ConvNextImageProcessor crop_pct {d['crop_pct']} above 1 pads "
+                                      "the crop; the torchvision backend puts an odd padding row at the bottom, "
+                                      f"Sluice's floor rounding at the top. Export with {_PIL_FLAG} if that is the "
+                                      "class you run")
+                p.resize(shorter=shorter, interp=interp, antialias=aa)
                 p.crop(size=(se, se), rounding="floor")
             else:
-                p.resize(size=(se, se), interp=interp)
+                p.resize(size=(se, se), interp=interp, antialias=aa)
+            resized = ("shorter", se)
         elif set(size) == {"shortest_edge"}:
-            p.resize(shorter=size["shortest_edge"], interp=interp)
+            p.resize(shorter=size["shortest_edge"], interp=interp, antialias=aa)
+            resized = ("shorter", size["shortest_edge"])
         elif set(size) == {"height", "width"}:
-            p.resize(size=(size["height"], size["width"]), interp=interp)
+            p.resize(size=(size["height"], size["width"]), interp=interp, antialias=aa)
+            resized = ("size", (size["height"], size["width"]))
         else:
             raise ExportError(f"transformers: size {size!r}: only shortest_edge or height/width map to a Sluice resize "
                               "(longest_edge and max_height/max_width round differently)")
@@ -178,13 +210,58 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
         cs = _size_dict(d.get("crop_size"), True, "crop_size")
         if set(cs) != {"height", "width"}:
             raise ExportError(f"transformers: crop_size {cs!r} needs height and width")
-        p.crop(size=(cs["height"], cs["width"]), rounding="floor")
+        ch, cw = cs["height"], cs["width"]
+        if tv:
+            # transformers' torchvision center_crop: int((H - h) / 2), the floor
+            # rule, where the image covers the crop; where it does not, it pads
+            # (w - W) // 2 on the left and the rest on the right, the odd
+            # column on the right, where Sluice's floor rounding puts it on the
+            # left. Exact where no image can need padding.
+            if not d["do_resize"]:
+                floor_ok = False
+            elif resized[0] == "shorter":
+                floor_ok = ch <= resized[1] and cw <= resized[1]
+            else:
+                floor_ok = ch <= resized[1][0] and cw <= resized[1][1]
+            if not floor_ok:
+                raise ExportError(f"transformers: {cls} crop_size {ch}x{cw} can exceed the resized image, and the "
+                                  "torchvision backend's center_crop then pads with the odd row at the bottom (the "
+                                  f"Pillow class and Sluice's floor rounding: at the top). Export with {_PIL_FLAG} "
+                                  "if that is the class you run")
+        p.crop(size=(ch, cw), rounding="floor")
     scale = float(d["rescale_factor"]) if d["do_rescale"] else None
     if d["do_normalize"]:
         p.normalize(scale=scale, mean=_list(d["image_mean"]), std=_list(d["image_std"]), layout="CHW", dtype="FP32")
     else:
         p.normalize(scale=scale, layout="CHW", dtype="FP32")
     return p
+
+
+def _interp(resample, tv, cls):
+    if tv:
+        # transformers' pil_torch_interpolation_mapping: BILINEAR and BICUBIC stay,
+        # NEAREST becomes NEAREST_EXACT, BOX/HAMMING/LANCZOS their torchvision modes
+        if resample in (2, 3):
+            return TORCH_INTERPS[_RESAMPLE[resample]]
+        name = {0: "NEAREST (torchvision's NEAREST_EXACT)", 4: "BOX"}.get(resample, _RESAMPLE_NAMES.get(resample, resample))
+        raise ExportError(f"transformers: {cls} on the torchvision backend resamples {name} with torch's kernels, "
+                          "which no Sluice filter reproduces (its torch modes are BILINEAR 2 and BICUBIC 3). "
+                          f"Export with {_PIL_FLAG} if you run the Pillow class ({cls}Pil)")
+    if resample not in _RESAMPLE:
+        raise ExportError(f"transformers: resample {_RESAMPLE_NAMES.get(resample, resample)} has no Sluice filter "
+                          "(NEAREST 0, BILINEAR 2, BICUBIC 3, BOX 4 do)")
+    return _RESAMPLE[resample]
+
+
+def _wrap(text, width=100):
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join(lines + [line])
 
 
 def _list(v):

@@ -2,6 +2,8 @@
 exported pipeline, and skipping where the binary is older than an argument the
 export uses (SLUICE_BIN may name an installed one)."""
 
+import collections
+import glob
 import os
 import pathlib
 import subprocess
@@ -75,13 +77,20 @@ def run_exported(binary, pipeline, images, tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     res = {}
-    for img in images:
-        # <stem>.<OUTPUT>.npy exactly: a glob on the stem alone would also take
+    for img, name in zip(images, output_names(images)):
+        # <name>.<OUTPUT>.npy exactly: a glob on the name alone would also take
         # another image's outputs where one stem extends another (jpeg/tiny's
         # go_video-001.q50.411 and go_video-001.q50.411.progressive).
-        res[img] = {f.name[len(img.stem) + 1:-4]: np.load(f) for f in out.glob(img.stem + ".*.npy")
-                    if "." not in f.name[len(img.stem) + 1:-4]}
+        res[img] = {f.name[len(name) + 1:-4]: np.load(f) for f in out.glob(glob.escape(name) + ".*.npy")
+                    if "." not in f.name[len(name) + 1:-4]}
     return res
+
+
+def output_names(images):
+    """The names `sluice run` gives each image's outputs: its stem, or its file
+    name where another image given has the same stem (x.bmp and x.avif)."""
+    stems = collections.Counter(pathlib.Path(p).stem for p in images)
+    return [pathlib.Path(p).name if stems[pathlib.Path(p).stem] > 1 else pathlib.Path(p).stem for p in images]
 
 
 def assert_parity(results, reference, name="PIXELS", atol=ATOL, label=""):

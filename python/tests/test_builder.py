@@ -94,9 +94,10 @@ def test_source_mode():
     p.source_mode()
     assert 'arg { name: "source_mode" bool: true }' in p.text()
     for make, match in [
-        (lambda: Pipeline().decode(color="GRAY").resize(shorter=8, source_mode=True), "color RGB or BGR"),
+        (lambda: Pipeline().decode(background=[255, 255, 255]).resize(shorter=8, source_mode=True), "no background"),
         (lambda: Pipeline().decode(cmyk="opencv").resize(shorter=8, source_mode=True), "cmyk pillow"),
         (lambda: Pipeline().decode().resize(shorter=8, interp="opencv_linear", source_mode=True), "OpenCV's"),
+        (lambda: Pipeline().decode().resize(shorter=8, interp="torch_cubic", source_mode=True), "torch's"),
         (lambda: Pipeline().decode().crop(size=8).resize(shorter=8, source_mode=True), "directly after decode"),
     ]:
         with pytest.raises(ExportError, match=match):
@@ -157,3 +158,26 @@ def test_skip_detection_sees_missing_arguments():
     miss = missing_features(b, p.text())
     assert ("decode.background" in miss) == ("background" not in caps["decode"])
     assert ("crop.rounding" in miss) == ("rounding" not in caps["crop"])
+
+
+def test_run_names_outputs_when_stems_collide(tmp_path):
+    """`sluice run` of x.png and x.bmp (one stem) writes x.png.PIXELS.npy and
+    x.bmp.PIXELS.npy, and y.png's stays y.PIXELS.npy; run_exported reads each
+    image's own (helpers.output_names)."""
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    from helpers import output_names, run_exported
+
+    rng = np.random.default_rng(50)
+    files = [tmp_path / "x.png", tmp_path / "x.bmp", tmp_path / "y.png"]
+    for i, f in enumerate(files):
+        Image.fromarray(rng.integers(0, 256, (40 + i, 50, 3), dtype=np.uint8)).save(f)
+    assert output_names(files) == ["x.png", "x.bmp", "y"]
+    p = Pipeline("collide").decode(orient=False).resize(size=(8, 8))
+    p.normalize(layout="HWC", dtype="UINT8")
+    res = run_exported(sluice_bin(), p, files, tmp_path / "run")
+    assert sorted(f.name for f in (tmp_path / "run" / "out").iterdir()) == [
+        "x.bmp.PIXELS.npy", "x.png.PIXELS.npy", "y.PIXELS.npy"]
+    for f in files:
+        want = np.asarray(Image.open(f).convert("RGB").resize((8, 8), Image.BILINEAR))
+        assert np.array_equal(res[f]["PIXELS"], want), f.name

@@ -29,11 +29,9 @@ def assert_in_doc(pipeline):
 
 
 def torchvision_resnet50_v2():
-    T = pytest.importorskip("torchvision.transforms")
-    # ResNet50_Weights.IMAGENET1K_V2's evaluation transforms, as a Compose.
-    return export_torchvision(T.Compose([
-        T.Resize(232, interpolation=T.InterpolationMode.BILINEAR), T.CenterCrop(224), T.ToTensor(),
-        T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]), name="preprocess_resnet50")
+    models = pytest.importorskip("torchvision.models")
+    # ResNet50_Weights.IMAGENET1K_V2's evaluation transforms, the preset object itself.
+    return export_torchvision(models.ResNet50_Weights.IMAGENET1K_V2.transforms(), name="preprocess_resnet50")
 
 
 def open_clip_vit_b32():

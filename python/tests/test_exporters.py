@@ -29,6 +29,11 @@ def T(cls, **attrs):
     return type(cls, (), {})() if not attrs else _with(type(cls, (), {})(), attrs)
 
 
+def V2(cls, **attrs):
+    """A stand-in for torchvision.transforms.v2's class of that name (the module tells v1 from v2)."""
+    return _with(type(cls, (), {"__module__": "torchvision.transforms.v2._geometry"})(), attrs)
+
+
 def _with(o, attrs):
     o.__dict__.update(attrs)
     return o
@@ -106,17 +111,109 @@ def test_torchvision_uint8_nearest_refused_even_approx():
         export_torchvision(Compose(T("PILToTensor"), Resize(256, InterpolationMode.NEAREST)), allow_approx=True)
 
 
-def test_torchvision_uint8_resize_with_allow_approx_prints_bound():
+def test_torchvision_v1_uint8_resize_with_allow_approx_prints_bound():
+    """torchvision.transforms (v1) resizes a uint8 tensor in float32 and rounds:
+    only with allow_approx, mapped to torch's uint8 kernels, its bound printed."""
+    with pytest.raises(ExportError, match=r"v2\.Resize \(exact\)"):
+        export_torchvision(Compose(T("PILToTensor"), Resize(256, antialias=True), CenterCrop(224)))
     logged = []
     p = export_torchvision(Compose(T("PILToTensor"), Resize(256, antialias=True), CenterCrop(224)),
                            allow_approx=True, log=logged.append)
     assert logged and "at most 1 level of 255" in logged[0]  # bilinear
-    assert args_of(p, "resize")["antialias"] is True
+    assert args_of(p, "resize") == {"shorter": 256, "interp": "torch_linear", "antialias": True}
     assert "approximation accepted" in p.text()
+
+
+def V2Resize(size, interp=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+    return V2("Resize", size=size, interpolation=interp, max_size=max_size, antialias=antialias)
+
+
+@pytest.mark.parametrize("resize, want", [
+    (V2Resize(256), {"shorter": 256, "interp": "torch_linear", "antialias": True}),
+    (V2Resize([232], InterpolationMode.BICUBIC), {"shorter": 232, "interp": "torch_cubic", "antialias": True}),
+    (V2Resize((300, 200), antialias=False), {"size": [300, 200], "interp": "torch_linear", "antialias": False}),
+    # None is torchvision's legacy value: False for tensors
+    (V2Resize(256, InterpolationMode.BICUBIC, antialias=None), {"shorter": 256, "interp": "torch_cubic",
+                                                                "antialias": False}),
+    (V2Resize(256, max_size=400), {"shorter": 256, "max_size": 400, "interp": "torch_linear", "antialias": True}),
+])
+def test_torchvision_v2_tensor_resize_is_torch_kernels(resize, want):
+    """v2's Resize of a uint8 tensor (after ToImage) is torch's uint8 kernels:
+    Sluice's torch_linear/torch_cubic, exact, no allow_approx."""
+    logged = []
+    p = export_torchvision(Compose(V2("ToImage"), resize, CenterCrop(224),
+                                   V2("ToDtype", dtype="torch.float32", scale=True), Normalize(MEAN, STD)),
+                           log=logged.append)
+    assert args_of(p, "resize") == want
+    assert logged == [] and "approximation" not in p.text()
+    assert args_of(p, "normalize")["scale"] == 1 / 255
+
+
+@pytest.mark.parametrize("interp, match", [(InterpolationMode.NEAREST, "nearest on a uint8 tensor"),
+                                           (4, "box interpolation exists only for PIL images")])
+def test_torchvision_tensor_nearest_and_box_refused(interp, match):
+    """No Sluice filter is torch's nearest or box: refused even with allow_approx."""
+    with pytest.raises(ExportError, match=match):
+        export_torchvision(Compose(V2("ToImage"), V2Resize(256, interp), CenterCrop(224)), allow_approx=True)
+
+
+def ImageClassification(crop_size=224, resize_size=256, interpolation=InterpolationMode.BILINEAR, antialias=True,
+                        mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)):
+    # the attributes torchvision's preset keeps (transforms/_presets.py)
+    return T("ImageClassification", crop_size=[crop_size], resize_size=[resize_size], mean=list(mean),
+             std=list(std), interpolation=interpolation, antialias=antialias)
+
+
+def test_torchvision_image_classification_preset():
+    """weights.transforms(): its resize, crop, pil_to_tensor, convert_image_dtype
+    and normalize, read off the object; the same pipeline as the hand-written
+    Compose but for the header, which names the preset and its settings."""
+    preset = ImageClassification(crop_size=224, resize_size=232)
+    p = export_torchvision(preset)
+    compose = export_torchvision(Compose(Resize(232), CenterCrop(224), T("ToTensor"), Normalize(MEAN, STD)))
+    assert p.text().split("version: 1")[1] == compose.text().split("version: 1")[1]
+    assert "ImageClassification preset" in p.text() and "resize_size [232], crop_size [224]" in p.text()
+    p = export_torchvision(ImageClassification(crop_size=384, resize_size=384, interpolation=InterpolationMode.BICUBIC,
+                                               mean=(0.5,) * 3, std=(0.5,) * 3))
+    assert args_of(p, "resize") == {"shorter": 384, "interp": "cubic"}
+    assert args_of(p, "normalize")["mean"] == [0.5] * 3 and p.output_dims() == [3, 384, 384]
+
+
+def test_torchvision_other_presets():
+    with pytest.raises(ExportError, match=r"ObjectDetection: .*per-image size.*Resize to a fixed"):
+        export_torchvision(T("ObjectDetection"))
+    p = export_torchvision(Compose(Resize((480, 640)), T("ObjectDetection")))
+    assert args_of(p, "normalize") == {"scale": 1 / 255, "layout": "CHW", "dtype": "FP32"}
+    p = export_torchvision(Compose(Resize((520, 520)), T("SemanticSegmentation", resize_size=None, mean=MEAN, std=STD,
+                                                         interpolation=InterpolationMode.BILINEAR, antialias=True)))
+    assert args_of(p, "normalize")["std"] == STD and p.output_dims() == [3, 520, 520]
+    with pytest.raises(ExportError, match="video"):
+        export_torchvision(T("VideoClassification", crop_size=[112, 112], resize_size=[128, 171]))
+
+
+def test_torchvision_unknown_class_names_the_route():
+    with pytest.raises(ExportError) as e:
+        export_torchvision(Compose(T("MyResize"), T("ToTensor")))
+    msg = str(e.value)
+    assert "MyResize" in msg and "ImageClassification" in msg and "v2.Compose" in msg and "docs/pipelines.md" in msg
 
 
 def _convert_to_rgb(image):  # open_clip's function, by name
     return image.convert("RGB")
+
+
+def test_open_clip_header_says_one_thing_in_both_routes():
+    """The pickled route (export_torchvision) and export_open_clip write the
+    same file: headed open_clip, input Image.open(path) as it is, which the
+    note says the export is exact against."""
+    oc = Compose(Resize(224, InterpolationMode.BICUBIC), CenterCrop(224), _convert_to_rgb, T("ToTensor"),
+                 Normalize(MEAN, STD))
+    quiet = dict(log=lambda *_: None)
+    text = export_torchvision(oc, **quiet).text()
+    assert text == export_open_clip(oc, **quiet).text()
+    assert text.startswith("# Exported from open_clip by sluice_export. Input as PIL.Image.open(path), no EXIF")
+    assert "convert('RGB'):" not in text.split("\n")[0] + text.split("\n")[1]
+    assert "Exact against\n# preprocess(Image.open(p))" in text
 
 
 def test_open_clip_preprocess():
@@ -237,15 +334,69 @@ def test_transformers_refusals(cfg, match):
         export_transformers(cfg, backend="pil")
 
 
-def test_transformers_torchvision_backend_needs_allow_approx():
-    with pytest.raises(ExportError, match="torch's uint8 kernels"):
-        export_transformers(CLIP, backend="torchvision")
+def test_transformers_torchvision_backend():
+    """transformers 5's default backend: torch's uint8 resize with antialias,
+    the floor crop, exact without allow_approx."""
     logged = []
-    p = export_transformers(CLIP, backend="torchvision", allow_approx=True, log=logged.append)
-    assert logged and "at most 2 levels of 255" in logged[0]
-    assert "approximation accepted" in p.text()
-    with pytest.raises(ExportError, match="torch's uint8"):
-        export_transformers(dict(CLIP, image_processor_type="CLIPImageProcessorFast"))
+    p = export_transformers(CLIP, backend="torchvision", log=logged.append)
+    assert logged == [] and "approximation" not in p.text()
+    assert args_of(p, "resize") == {"shorter": 224, "interp": "torch_cubic", "antialias": True}
+    assert args_of(p, "crop") == {"size": [224, 224], "rounding": "floor"}
+    assert args_of(p, "decode")["background"] == [255, 255, 255]
+    assert export_transformers(dict(CLIP, image_processor_type="CLIPImageProcessorFast")).text() == p.text()
+    vit = export_transformers({"image_processor_type": "ViTImageProcessor"}, backend="torchvision")
+    assert args_of(vit, "resize") == {"size": [224, 224], "interp": "torch_linear", "antialias": True}
+    siglip = export_transformers({"image_processor_type": "SiglipImageProcessor"}, backend="torchvision")
+    assert args_of(siglip, "resize") == {"size": [224, 224], "interp": "torch_cubic", "antialias": True}
+    cn = export_transformers({"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 224},
+                              "crop_pct": 0.875}, backend="torchvision")
+    assert args_of(cn, "resize") == {"shorter": 256, "interp": "torch_cubic", "antialias": True}
+    assert args_of(cn, "crop") == {"size": [224, 224], "rounding": "floor"}
+
+
+@pytest.mark.parametrize("cfg, match", [
+    (dict(CLIP, resample=0), "NEAREST_EXACT"),
+    (dict(CLIP, resample=1), "LANCZOS"),
+    (dict(CLIP, crop_size={"height": 256, "width": 256}), "pads"),
+    (dict(CLIP, do_resize=False), "pads"),
+    ({"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 224}, "crop_pct": 1.2}, "pads"),
+])
+def test_transformers_torchvision_refusals_name_the_flag(cfg, match):
+    """What the torchvision backend does that Sluice cannot follow is refused,
+    naming the command-line flag for the Pillow class."""
+    with pytest.raises(ExportError, match=match) as e:
+        export_transformers(cfg, backend="torchvision")
+    assert "--transformers-backend pil" in str(e.value)
+
+
+@pytest.mark.parametrize("here, other", [("torchvision", "pil"), ("pil", "torchvision")])
+def test_transformers_default_backend_is_explained(monkeypatch, here, other):
+    """A saved config names no backend (save_pretrained writes the class
+    without its Pil suffix): the export follows what AutoImageProcessor picks
+    on this machine, and says so, with the flag for the other one."""
+    import sluice_export.transformers_export as tx
+    monkeypatch.setattr(tx, "default_backend", lambda: here)
+    logged = []
+    p = export_transformers(CLIP, log=logged.append)
+    assert len(logged) == 1 and "save_pretrained" in logged[0] and f"--transformers-backend {other}" in logged[0]
+    assert f"({here} backend)" in p.text() and "save_pretrained" in p.text()
+    logged = []
+    export_transformers(CLIP, backend=here, log=logged.append)  # named: nothing to explain
+    export_transformers(dict(CLIP, image_processor_type="CLIPImageProcessorPil"), log=logged.append)
+    assert logged == []
+
+
+def test_transformers_cli_explains_backend(tmp_path, capsys, monkeypatch):
+    import json
+
+    import sluice_export.transformers_export as tx
+    from sluice_export.__main__ import main
+    monkeypatch.setattr(tx, "default_backend", lambda: "torchvision")
+    assert main(["export", "--transformers", json.dumps(CLIP), "-o", str(tmp_path / "m")]) == 0
+    assert "--transformers-backend pil" in capsys.readouterr().err
+    assert main(["export", "--transformers", json.dumps(dict(CLIP, resample=0)), "-o", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("sluice_export: refused:") and "--transformers-backend pil" in err
 
 
 def test_transformers_object_attributes():
@@ -288,3 +439,20 @@ def test_ultralytics_letterbox_object():
 def test_ultralytics_refusals(s, match):
     with pytest.raises(ExportError, match=match):
         export_ultralytics(s)
+
+
+@pytest.mark.parametrize("mean, std", [(CLIP["image_mean"], CLIP["image_std"]), (MEAN, STD), ([0.5] * 3, [0.5] * 3)])
+def test_fused_rescale_normalize_is_float_rounding(mean, std):
+    """transformers' torchvision backend fuses rescale and normalize in float32,
+    (x - float32(mean) * 255) / (float32(std) * 255); Sluice's normalize is
+    (x * scale - mean) / std in float64, rounded to float32 (ops/normalize.go).
+    Over every 0-255 value they stay within 4.8e-7, far inside the parity
+    tests' 1e-5 (docs/pipelines.md says so)."""
+    np = pytest.importorskip("numpy")
+    x = np.arange(256, dtype=np.float32)
+    worst = 0.0
+    for m, s in zip(mean, std):
+        sluice = ((x.astype(np.float64) * (1 / 255) - m) / s).astype(np.float32)
+        fused = (x - np.float32(m) * np.float32(255.0)) / (np.float32(s) * np.float32(255.0))
+        worst = max(worst, float(np.abs(sluice.astype(np.float64) - fused.astype(np.float64)).max()))
+    assert worst <= 4.8e-7

@@ -1,10 +1,15 @@
-"""transformers' Pillow processors (no torch) against `sluice run` of the
-exported pipeline on every photo of the corpus that Pillow opens (each folder
-of helpers.CORPUS_DIRS: JPEGs of every size, chroma layout, CMYK and grey, the
+"""transformers' processors against `sluice run` of the exported pipeline on
+every photo of the corpus that Pillow opens (each folder of
+helpers.CORPUS_DIRS: JPEGs of every size, chroma layout, CMYK and grey, the
 EXIF-tagged ones, the arithmetic-coded one, the PNGs: palette, interlaced, RGBA,
-16-bit RGB), to float rounding. 16-bit grey PNGs are left out
+16-bit RGB), to 1e-5 (float rounding). 16-bit grey PNGs are left out
 (helpers.not_16bit_grey says why). Pipelines that use an argument this sluice
-build lacks skip, naming it."""
+build lacks skip, naming it.
+
+The Pillow classes (CLIPImageProcessorPil, ...) need no torch and run in `make
+export-test`; the torchvision-backend classes (CLIPImageProcessor, transformers
+5's default where torchvision is installed) need torch and torchvision, which
+`make export-test-torch` installs, and skip without them."""
 
 import numpy as np
 import pytest
@@ -13,6 +18,10 @@ from PIL import Image
 from sluice_export import export_transformers
 from helpers import (CORPUS_DIRS, assert_parity, corpus_photos, not_16bit_grey, run_exported, skip_unless_supported,
                      sluice_bin)
+
+# max |diff| in normalized units that counts as exact: float32 rounding (one
+# 0-255 level is about 0.008 to 0.018 of these units).
+EXACT = 1e-5
 
 transformers = pytest.importorskip("transformers")
 
@@ -61,7 +70,7 @@ def test_transformers_pil_parity(case, folder, tmp_path):
         with Image.open(path) as im:
             return np.asarray(proc(im, return_tensors="np")["pixel_values"][0])
 
-    n, worst = assert_parity(res, reference, label=f"{case} {folder}")
+    n, worst = assert_parity(res, reference, atol=EXACT, label=f"{case} {folder}")
     assert n == len(photos)
 
 
@@ -78,3 +87,59 @@ def test_transformers_alpha_onto_white(tmp_path):
     Image.fromarray(rgba, "RGBA").save(f)
     res = run_exported(b, pipeline, [f], tmp_path)
     assert_parity(res, lambda p: proc(Image.open(p), return_tensors="np")["pixel_values"][0])
+
+
+# The torchvision backend's classes (transformers 5's default), at their
+# defaults and as the Pillow cases vary them.
+TV_CASES = {
+    "clip": ("CLIPImageProcessor", {}),
+    "vit": ("ViTImageProcessor", {}),
+    "convnext_384": ("ConvNextImageProcessor", {}),
+    "convnext_224": ("ConvNextImageProcessor", {"size": {"shortest_edge": 224}, "crop_pct": 0.875}),
+    "siglip": ("SiglipImageProcessor", {}),
+    "deit": ("DeiTImageProcessor", {}),
+    "bit": ("BitImageProcessor", {}),
+    "blip": ("BlipImageProcessor", {}),
+    "vit_bicubic_enlarge": ("ViTImageProcessor", {"size": {"height": 700, "width": 900}, "resample": 3}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TV_CASES))
+def test_transformers_torchvision_parity(case, tmp_path):
+    """Each torchvision-backend processor against its export on the whole
+    corpus: torch's uint8 resize (torch_linear, torch_cubic, antialias true),
+    the crop at int((H - h) / 2) and rescale+normalize fused in float32."""
+    pytest.importorskip("torchvision")
+    cls_name, overrides = TV_CASES[case]
+    proc = getattr(transformers, cls_name)(**overrides)
+    assert proc.backend == "torchvision"
+    cfg = proc.to_dict()
+    pipeline = export_transformers(cfg, backend="torchvision")
+    assert 'str: "torch_' in pipeline.text()
+    # the object, and the saved config with the backend left to the exporter
+    # (torchvision is installed here, as AutoImageProcessor would pick), agree
+    assert export_transformers(proc).text() == pipeline.text()
+    notes = []
+    assert export_transformers(cfg, log=notes.append).text().split("version: 1")[1] == pipeline.text().split("version: 1")[1]
+    assert notes and "--transformers-backend pil" in notes[0]
+    b = sluice_bin()
+    skip_unless_supported(b, pipeline)
+    photos = [p for d in CORPUS_DIRS for p in not_16bit_grey(corpus_photos(d))]
+    if not proc.do_convert_rgb:
+        # As on the Pillow backend: a photo not opened as RGB keeps its own
+        # channels, and the three means fail on it (torch's broadcast error).
+        others = [p for p in photos if Image.open(p).mode != "RGB"]
+        for p in others:
+            with Image.open(p) as im, pytest.raises((ValueError, RuntimeError)):
+                proc(im, return_tensors="pt")
+        photos = [p for p in photos if p not in others]
+    res = {}
+    for i, d in enumerate(sorted({p.parent for p in photos})):  # one run per folder: outputs are named by stem
+        res.update(run_exported(b, pipeline, [p for p in photos if p.parent == d], tmp_path / f"run{i}"))
+
+    def reference(path):
+        with Image.open(path) as im:
+            return proc(im, return_tensors="pt")["pixel_values"][0].numpy()
+
+    n, worst = assert_parity(res, reference, atol=EXACT, label=f"{cls_name} torchvision {case}")
+    assert n == len(photos)
