@@ -36,7 +36,7 @@ export SLUICE_REQUIRE_CORPUS=1
 mutants=(
 	"cubic-a~ops/resample.go~s#const a = -0.5\$#const a = -0.55#~bicubic coefficient -0.55 instead of -0.5"
 	"weight-rounding~ops/resample.go~s#int32(0.5 + float64(x\*(1<<rsBits)))#int32(float64(x*(1<<rsBits)))#~resampling weights truncated, not rounded"
-	"pass-order~ops/resample.go~s#return sh-dh > 2\*(sw-dw) \&\& dh < sh\$#return false#~always horizontal pass first (Pillow 13 goes vertical first on tall shrinks)"
+	"pass-order~ops/resample.go~s#return sh-dh > 2\*(sw-dw) \&\& dh < sh \&\& !f.torch()\$#return false#~always horizontal pass first (Pillow 13 goes vertical first on tall shrinks)"
 	"antialias~ops/resample.go~s#if fs < 1 || (!aa \&\& f != interpArea) {#if fs < 1 {#~antialias=false ignored"
 	"nearest-start~ops/resample.go~s#x := float64(t.lo) + a\*0.5\$#x := float64(t.lo) + a*0.49#~nearest samples just left of the pixel centre"
 	"decode-channels~ops/decode.go~s#codec.Options{Color: o.color,#codec.Options{Color: [...]Color{RGB: BGR, BGR: RGB, Gray: Gray, RGBA: BGRA, BGRA: RGBA}[o.color],#~decode RGB and BGR swapped"
