@@ -112,7 +112,7 @@ func TestArchitectureDocPackages(t *testing.T) {
 			t.Errorf("%s: the row for %s/ names no Go package directory of the tree", architectureDoc, r.dir)
 		}
 		// A name of the row that is a path below its directory must be
-		// one of the tree's packages (files, like route.go, have a dot).
+		// one of the tree's packages (files, like queue.go, have a dot).
 		for _, n := range r.names {
 			if strings.HasPrefix(n, r.dir+"/") && !strings.ContainsAny(n, ".<* ") && !slices.Contains(pkgs, n) {
 				t.Errorf("%s: the row for %s/ names %s, which is not a Go package directory", architectureDoc, r.dir, n)

@@ -23,7 +23,7 @@ type service struct {
 	hy   *jpegPath
 	// nvJPEG's decoupled decoder, which the CPU workers run the JPEGs
 	// the coefficient route does not take through (those over
-	// gpuHuffmanPixels); nil where nvJPEG lacks it.
+	// route.Settings.GPUHuffmanPixels); nil where nvJPEG lacks it.
 	huff *huffman
 	cpu  []*cpuWorker
 	free *pool[*cpuWorker]

@@ -10,7 +10,7 @@ import (
 )
 
 // What every file of the package shares: a sample's way through a batch,
-// the decoder paths, the arena's alignment, pinned buffers.
+// the arena's alignment, pinned buffers.
 
 // sample is one image's way through a batch.
 type sample struct {
