@@ -2,9 +2,7 @@ package kernels_test
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,41 +29,6 @@ type gpuHuffCase struct {
 	coef  []int16
 }
 
-// huffCorpusFiles is the corpus's JPEGs by name; it skips the test
-// without the corpus.
-func huffCorpusFiles(t *testing.T) map[string][]byte {
-	dir := os.Getenv("SLUICE_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "corpus")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.tsv")); err != nil {
-		if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
-			t.Fatalf("no photo corpus (set SLUICE_CORPUS): %v", err)
-		}
-		t.Skipf("no photo corpus (set SLUICE_CORPUS): %v", err)
-	}
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if ext := strings.ToLower(filepath.Ext(p)); ext != ".jpg" && ext != ".jpeg" {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[rel] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 // gpuHuffCases are the JPEGs the decoder takes and CoefDecoder decodes:
 // the corpus's (in name order), then generated ones.
 func gpuHuffCases(t *testing.T, generated bool) []gpuHuffCase {
@@ -90,7 +53,7 @@ func gpuHuffCases(t *testing.T, generated bool) []gpuHuffCase {
 		}
 		cs = append(cs, gpuHuffCase{name, src, f, coef})
 	}
-	files := huffCorpusFiles(t)
+	files := kernels.HuffCorpus(t)
 	for _, n := range slices.Sorted(func(yield func(string) bool) {
 		for n := range files {
 			if !yield(n) {

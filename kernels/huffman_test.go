@@ -162,7 +162,11 @@ func tinySubsequences(t *testing.T, n int) {
 	t.Cleanup(func() { huffMinSub, huffMaxSub = minSub, maxSub })
 }
 
-// huffCorpus is the corpus's JPEGs, or nil without the corpus.
+// HuffCorpus is huffCorpus for the GPU tests (package kernels_test).
+var HuffCorpus = huffCorpus
+
+// huffCorpus is the corpus's JPEGs by name; it skips the test without the
+// corpus (fails with SLUICE_REQUIRE_CORPUS=1).
 func huffCorpus(t *testing.T) map[string][]byte {
 	dir := os.Getenv("SLUICE_CORPUS")
 	if dir == "" {

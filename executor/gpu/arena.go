@@ -44,3 +44,32 @@ func (a *arena) free() {
 	}
 	a.base, a.size = 0, 0
 }
+
+// devBuf is a device buffer that grows by a quarter beyond what it was
+// asked for, so that slightly larger requests do not reallocate each time;
+// what it held is lost when it grows.
+type devBuf struct {
+	ptr cuda.DevicePtr
+	n   int
+}
+
+// grow makes b hold at least n bytes.
+func (b *devBuf) grow(n int) error {
+	if b.n >= n {
+		return nil
+	}
+	b.free()
+	p, err := cuda.MemAlloc(n + n/4)
+	if err != nil {
+		return err
+	}
+	b.ptr, b.n = p, n+n/4
+	return nil
+}
+
+func (b *devBuf) free() {
+	if b.ptr != 0 {
+		cuda.MemFree(b.ptr)
+	}
+	b.ptr, b.n = 0, 0
+}

@@ -28,9 +28,8 @@ type coefState struct {
 	at     int      // bytes of pinned the gathered blocks take
 	blocks int      // the gathered components' blocks together
 	comps  []kernels.IDCT
-	conv   yccConv        // the gathered colour images' conversions
-	dev    cuda.DevicePtr // the upload's copy
-	devLen int
+	conv   yccConv // the gathered colour images' conversions
+	dev    devBuf  // the upload's copy
 	// pending are the gathered samples, in the order gathered: a flush
 	// that fails hands them back to be decoded another way.
 	pending []int
@@ -140,19 +139,19 @@ func (c *coefState) flush(f *kernels.Fused, s cuda.Stream) (failed []int, err er
 	if err := growPinned(&c.pinned, head+descs, c.at); err != nil {
 		return slices.Clone(c.pending), err
 	}
-	if err := c.grow(head + descs); err != nil {
+	if err := c.dev.grow(head + descs); err != nil {
 		return slices.Clone(c.pending), err
 	}
 	for i := range c.comps {
-		c.comps[i].Coef += uint64(c.dev)
+		c.comps[i].Coef += uint64(c.dev.ptr)
 		if err := c.comps[i].Check(); err != nil {
 			return slices.Clone(c.pending), err
 		}
 	}
 	copy(c.pinned[head:], kernels.Bytes(c.comps))
-	err = cuda.MemcpyHtoDAsync(c.dev, c.pinned[:head+descs], s)
+	err = cuda.MemcpyHtoDAsync(c.dev.ptr, c.pinned[:head+descs], s)
 	if err == nil {
-		err = f.LaunchIDCT(s, c.dev+cuda.DevicePtr(head), len(c.comps), c.blocks)
+		err = f.LaunchIDCT(s, c.dev.ptr+cuda.DevicePtr(head), len(c.comps), c.blocks)
 	}
 	if err == nil {
 		err = c.conv.launch(f, s)
@@ -173,35 +172,14 @@ func (c *coefState) reset() {
 	c.conv.reset()
 }
 
-// grow makes the device copy hold n bytes, with room to grow by a quarter.
-func (s *coefState) grow(n int) error {
-	if s.devLen >= n {
-		return nil
-	}
-	s.freeDev()
-	d, err := cuda.MemAlloc(n + n/4)
-	if err != nil {
-		return err
-	}
-	s.dev, s.devLen = d, n+n/4
-	return nil
-}
-
-func (s *coefState) freeDev() {
-	if s.dev != 0 {
-		cuda.MemFree(s.dev)
-		s.dev, s.devLen = 0, 0
-	}
-}
-
 // trim lets go of buffers over ops.RetainBytes (cpuWorker.trim); nothing
 // is gathered then.
 func (s *coefState) trim() {
 	if s == nil {
 		return
 	}
-	if s.devLen > ops.RetainBytes {
-		s.freeDev()
+	if s.dev.n > ops.RetainBytes {
+		s.dev.free()
 	}
 	if len(s.pinned) > ops.RetainBytes {
 		freePinned(&s.pinned)
@@ -216,7 +194,7 @@ func (s *coefState) close() {
 		return
 	}
 	s.dec.Close()
-	s.freeDev()
+	s.dev.free()
 	freePinned(&s.pinned)
 	s.conv.free()
 }

@@ -16,8 +16,7 @@ import (
 type smHuffman struct {
 	dec    *kernels.HuffmanDecoder
 	stream cuda.Stream
-	dev    cuda.DevicePtr // the images' coefficients, then the IDCT structs
-	devLen int
+	dev    devBuf // the images' coefficients, then the IDCT structs
 	pinned []byte // the IDCT structs' upload
 	comps  []kernels.IDCT
 	conv   yccConv
@@ -114,11 +113,11 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 		return failed, err
 	}
 	descs := len(h.comps) * kernels.IDCTSize
-	if err := h.grow(end + descs); err != nil {
+	if err := h.dev.grow(end + descs); err != nil {
 		return all(err)
 	}
 	for _, im := range todo {
-		if err := h.dec.Add(samples[im.s].src, im.facts, h.dev+cuda.DevicePtr(im.at)); err != nil {
+		if err := h.dec.Add(samples[im.s].src, im.facts, h.dev.ptr+cuda.DevicePtr(im.at)); err != nil {
 			// Not taken (too many subsequences): the IDCT still runs over
 			// its blocks, and the fallback writes its planes again.
 			failed = append(failed, im.s)
@@ -127,7 +126,7 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 		h.added = append(h.added, im.s)
 	}
 	for i := range h.comps {
-		h.comps[i].Coef += uint64(h.dev)
+		h.comps[i].Coef += uint64(h.dev.ptr)
 		if err := h.comps[i].Check(); err != nil {
 			return all(err)
 		}
@@ -138,10 +137,10 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 	copy(h.pinned, kernels.Bytes(h.comps))
 	err = h.dec.Launch(h.stream)
 	if err == nil {
-		err = cuda.MemcpyHtoDAsync(h.dev+cuda.DevicePtr(end), h.pinned[:descs], h.stream)
+		err = cuda.MemcpyHtoDAsync(h.dev.ptr+cuda.DevicePtr(end), h.pinned[:descs], h.stream)
 	}
 	if err == nil {
-		err = f.LaunchIDCT(h.stream, h.dev+cuda.DevicePtr(end), len(h.comps), blocks)
+		err = f.LaunchIDCT(h.stream, h.dev.ptr+cuda.DevicePtr(end), len(h.comps), blocks)
 	}
 	if err == nil {
 		err = h.conv.launch(f, h.stream)
@@ -163,33 +162,12 @@ func (h *smHuffman) run(images []smImage, samples []sample, base cuda.DevicePtr,
 	return failed, nil
 }
 
-// grow makes the device buffer hold n bytes, with room to grow by a quarter.
-func (h *smHuffman) grow(n int) error {
-	if h.devLen >= n {
-		return nil
-	}
-	h.freeDev()
-	d, err := cuda.MemAlloc(n + n/4)
-	if err != nil {
-		return err
-	}
-	h.dev, h.devLen = d, n+n/4
-	return nil
-}
-
-func (h *smHuffman) freeDev() {
-	if h.dev != 0 {
-		cuda.MemFree(h.dev)
-		h.dev, h.devLen = 0, 0
-	}
-}
-
 func (h *smHuffman) close() {
 	if h == nil {
 		return
 	}
 	h.dec.Close()
-	h.freeDev()
+	h.dev.free()
 	freePinned(&h.pinned)
 	h.conv.free()
 	if h.stream != 0 {
