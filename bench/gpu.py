@@ -115,6 +115,7 @@ class Sluice(Contender):
         a = self.args
         trace = None
         if a.trace_dir:
+            pathlib.Path(a.trace_dir).mkdir(parents=True, exist_ok=True)
             trace = pathlib.Path(a.trace_dir) / f"{self.name}-{self.kdir.name}-{batch}.json"
         return common.sluice_bench(a.sluice, self.pipeline, [self.kdir], batch, a.seconds,
                                    gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,

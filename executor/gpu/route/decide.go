@@ -88,10 +88,11 @@ func (s Settings) coefficients(sequential bool) bool {
 }
 
 // Chroma is the plane layout of a JPEG's components, from its frame
-// header's sampling factors: greyscale for one component; for three,
-// the luma's factors over chroma sampled 1x1 (what every encoder writes
-// and the conversion kernel follows). Other layouts are CSSUnknown: the
-// CPU decodes them.
+// header's sampling factors: greyscale for one component; for three, the
+// ratio of the luma's factors to the chroma's, both chroma components
+// alike (what nvJPEG reports, and what the planes and the conversion
+// kernel follow: luma 2x2 with chroma 1x2 is 4:2:2). Other layouts are
+// CSSUnknown: the CPU decodes them.
 func Chroma(j codec.JPEGInfo) nvjpeg.Subsampling {
 	switch j.Components {
 	case 1:
@@ -100,17 +101,18 @@ func Chroma(j codec.JPEGInfo) nvjpeg.Subsampling {
 	default:
 		return nvjpeg.CSSUnknown
 	}
-	if j.Sampling[1] != (codec.Sampling{H: 1, V: 1}) || j.Sampling[2] != (codec.Sampling{H: 1, V: 1}) {
+	y, c := j.Sampling[0], j.Sampling[1]
+	if j.Sampling[2] != c || c.H == 0 || c.V == 0 || y.H%c.H != 0 || y.V%c.V != 0 {
 		return nvjpeg.CSSUnknown
 	}
-	switch j.Sampling[0] {
-	case codec.Sampling{H: 1, V: 1}:
+	switch [2]uint8{y.H / c.H, y.V / c.V} {
+	case [2]uint8{1, 1}:
 		return nvjpeg.CSS444
-	case codec.Sampling{H: 2, V: 1}:
+	case [2]uint8{2, 1}:
 		return nvjpeg.CSS422
-	case codec.Sampling{H: 2, V: 2}:
+	case [2]uint8{2, 2}:
 		return nvjpeg.CSS420
-	case codec.Sampling{H: 1, V: 2}:
+	case [2]uint8{1, 2}:
 		return nvjpeg.CSS440
 	}
 	return nvjpeg.CSSUnknown

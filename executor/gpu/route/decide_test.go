@@ -113,6 +113,31 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestChromaRatios: three components map by the ratio of the luma's
+// factors to the chroma's, the chroma alike; other layouts are unknown.
+func TestChromaRatios(t *testing.T) {
+	f := func(y, c1, c2 [2]uint8) codec.JPEGInfo {
+		return codec.JPEGInfo{Components: 3, Sampling: [4]codec.Sampling{{H: y[0], V: y[1]}, {H: c1[0], V: c1[1]}, {H: c2[0], V: c2[1]}}}
+	}
+	for _, c := range []struct {
+		j    codec.JPEGInfo
+		want nvjpeg.Subsampling
+	}{
+		{f([2]uint8{2, 2}, [2]uint8{1, 1}, [2]uint8{1, 1}), nvjpeg.CSS420},
+		{f([2]uint8{2, 2}, [2]uint8{1, 2}, [2]uint8{1, 2}), nvjpeg.CSS422},
+		{f([2]uint8{2, 2}, [2]uint8{2, 2}, [2]uint8{2, 2}), nvjpeg.CSS444},
+		{f([2]uint8{2, 2}, [2]uint8{2, 1}, [2]uint8{2, 1}), nvjpeg.CSS440},
+		{f([2]uint8{4, 1}, [2]uint8{1, 1}, [2]uint8{1, 1}), nvjpeg.CSSUnknown},
+		{f([2]uint8{2, 2}, [2]uint8{1, 1}, [2]uint8{1, 2}), nvjpeg.CSSUnknown},
+		{f([2]uint8{3, 1}, [2]uint8{2, 1}, [2]uint8{2, 1}), nvjpeg.CSSUnknown},
+		{f([2]uint8{1, 1}, [2]uint8{0, 0}, [2]uint8{0, 0}), nvjpeg.CSSUnknown},
+	} {
+		if got := Chroma(c.j); got != c.want {
+			t.Errorf("%+v: %d, want %d", c.j.Sampling, got, c.want)
+		}
+	}
+}
+
 // TestDecideGreyFactors: a greyscale JPEG saying 2x2 sampling is routed
 // like one saying 1x1, with the byte the engines' copy rewrites.
 func TestDecideGreyFactors(t *testing.T) {
