@@ -180,13 +180,14 @@ def error_of(e):
 
 
 def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, instances=1, hw_share=None, boxes=None,
-                 trace=None):
+                 trace=None, env=None):
     """`sluice bench --json` over the images of dirs: its result, with the
     command; or {"error": ...} (and what else is known) when it failed.
     gpus: device ordinals, comma-separated ("": the CPU executor);
     workers 0 and hw_share None: sluice bench's defaults; boxes: the
     --boxes file of a pipeline with a boxes input; trace: where the GPU
-    executor's timeline goes (bench/timeline.py reads it)."""
+    executor's timeline goes (bench/timeline.py reads it); env: variables
+    set for the process beside this one's (the GPU route's settings)."""
     cmd = [str(binary), "bench", "--json", "--pipeline", str(pipeline), "--batch", str(batch),
            "--duration", f"{seconds:g}s"]
     if gpus:
@@ -203,7 +204,8 @@ def sluice_bench(binary, pipeline, dirs, batch, seconds, gpus="", workers=0, ins
         cmd += ["--trace", str(trace)]
     cmd += [str(d) for d in dirs]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120,
+                           env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired as e:
         return {"error": f"timed out after {e.timeout:g}s", "command": shlex.join(cmd)}
     except OSError as e:

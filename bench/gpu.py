@@ -20,6 +20,9 @@ the photos of jpeg/large and jpeg/exif with a side of 1,000 px or more.
 - sluice-fast, sluice-fast-xN: the same with decode's jpeg_fancy_upsampling
   false (JPEG chroma replicated, DALI's default; the JPEG engines then write
   RGB themselves).
+- sluice-sm, sluice-sm-xN: Sluice's default with its third route on
+  (SLUICE_GPU_SLUICE_HUFFMAN=1: the baseline JPEGs the engines leave are
+  entropy-decoded on the SMs; SLUICE_GPU_SM_SHARE from the environment).
 - DALI 2.4, as its docs write an inference pipeline: fn.external_source (the
   encoded bytes in host memory, cycled as sluice bench fills its batches) ->
   fn.decoders.image(device="mixed", output_type=RGB, hw_decoder_load=0.65 (its
@@ -101,9 +104,11 @@ class Sluice(Contender):
 
     ours = True
 
-    def __init__(self, name, args, instances, fancy=True):
+    def __init__(self, name, args, instances, fancy=True, env=None):
         super().__init__(name)
-        self.args, self.instances, self.fancy = args, instances, fancy
+        self.args, self.instances, self.fancy, self.env = args, instances, fancy, env
+        # As it ships: in the defaults' ratio too.
+        self.default = fancy and not env
 
     def prepare(self, kdir, datas, batch_sizes):
         self.kdir = kdir
@@ -119,7 +124,7 @@ class Sluice(Contender):
             trace = pathlib.Path(a.trace_dir) / f"{self.name}-{self.kdir.name}-{batch}.json"
         return common.sluice_bench(a.sluice, self.pipeline, [self.kdir], batch, a.seconds,
                                    gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
-                                   instances=self.instances, hw_share=a.hw_share, trace=trace)
+                                   instances=self.instances, hw_share=a.hw_share, trace=trace, env=self.env)
 
 
 class InProcess(Contender):
@@ -317,6 +322,9 @@ def _contenders():
         c[_counted("sluice", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n)
     for n in COUNTS:
         c[_counted("sluice-fast", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n, fancy=False)
+    for n in COUNTS:
+        c[_counted("sluice-sm", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n,
+                                                                   env={"SLUICE_GPU_SLUICE_HUFFMAN": "1"})
     for fancy in (False, True):
         for load in (0.65, 0.9):
             for n in COUNTS:
@@ -339,9 +347,9 @@ CONTENDERS = _contenders()
 # then DALI, then OpenCV.
 SETUP_ORDER = (["torchvision", "nvimgcodec", "nvimgcodec-decode", "nvimgcodec-hw"]
                + [n for n in CONTENDERS if n.startswith("dali-")] + ["opencv"])
-# What runs without --only: Sluice and DALI at every count, with both chroma
-# rules, and the other peers once.
-DEFAULT_ONLY = [n for n in CONTENDERS if not n.startswith("nvimgcodec-")]
+# What runs without --only: Sluice as it ships and DALI at every count,
+# with both chroma rules, and the other peers once.
+DEFAULT_ONLY = [n for n in CONTENDERS if not n.startswith(("nvimgcodec-", "sluice-sm"))]
 
 
 def guard(fn, *a):
@@ -514,7 +522,7 @@ def main():
     # upsamples chroma as Pillow does, DALI replicates it), then per kind of
     # chroma upsampling, Sluice's runs and the full-pipeline peers that
     # upsample the same way.
-    sides = [([c.name for c in contenders if c.ours and c.fancy],
+    sides = [([c.name for c in contenders if c.ours and c.default],
               [c.name for c in contenders if isinstance(c, Dali) and not c.fancy])]
     sides += [([c.name for c in contenders if c.ours and c.fancy is fancy],
                [c.name for c in contenders if c.full_pipeline and not c.ours and c.fancy is fancy])

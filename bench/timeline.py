@@ -1,9 +1,9 @@
 """Where a GPU batch's time goes: a `sluice bench --trace` file (or
 bench.gpu --trace-dir's) summarised over one steady-state window.
 
-For each engine lane, hybrid lane, CPU worker and executor (a Triton
-instance): the share of the window it was busy (the union of its spans),
-split by step where it has several, the images it handled, and a strip of
+For each engine lane, hybrid lane, the SMs' route, CPU worker and executor
+(a Triton instance): the share of the window it was busy (the union of its
+spans), split by step where it has several, the images it handled, and a strip of
 the window, one character a slice: '#' busy for 90% of it or more, '+' half,
 '-' some, '.' idle. An executor's "wait" is its time waiting for the lanes
 after its CPU workers' share was done; "decode" the whole decode phase of
@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-ORDER = {"engines": 0, "hybrid": 1, "worker": 2, "executor": 3}
+ORDER = {"engines": 0, "hybrid": 1, "sms": 2, "worker": 3, "executor": 4}
 
 
 def union(intervals):

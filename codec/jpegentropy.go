@@ -8,6 +8,8 @@ package codec
 // tables as the scan finds them, and where each restart interval's
 // entropy-coded bytes lie.
 
+import "bytes"
+
 // JPEGEntropy is one sequential JPEG of one scan, as ReadJPEGEntropy reads it.
 type JPEGEntropy struct {
 	Width, Height int
@@ -312,14 +314,23 @@ func (f *JPEGEntropy) segments(src []byte, data int) (int, error) {
 	f.Segments = make([]JPEGSegment, 0, n)
 	at := data
 	for k := range n {
+		// The segment ends at the first 0xFF that is not a stuffed one.
+		// IndexByte skips the bytes between: walked one by one they are
+		// the host's largest cost of the SMs' route, about 15 times
+		// this (BenchmarkReadJPEGEntropy).
 		e := at
-		for e < len(src) && !(src[e] == 0xFF && (e+1 == len(src) || src[e+1] != 0)) {
-			if src[e] == 0xFF {
-				e++ // a stuffed zero follows
+		for e < len(src) {
+			i := bytes.IndexByte(src[e:], 0xFF)
+			if i < 0 {
+				e = len(src)
+				break
 			}
-			e++
+			e += i
+			if e+1 == len(src) || src[e+1] != 0 {
+				break
+			}
+			e += 2 // a stuffed zero follows
 		}
-		e = min(e, len(src))
 		f.Segments = append(f.Segments, JPEGSegment{at, e})
 		if k == n-1 {
 			at = e

@@ -96,3 +96,23 @@ func TestJPEGEntropy(t *testing.T) {
 		t.Error("a JPEG missing a restart marker read")
 	}
 }
+
+// BenchmarkReadJPEGEntropy: the host's part of the SMs' route for one
+// ImageNet-size photo (its facts, walking its entropy-coded data once).
+func BenchmarkReadJPEGEntropy(b *testing.B) {
+	const w, h = 500, 375
+	rgb := make([]byte, w*h*3)
+	for i := range rgb {
+		rgb[i] = byte(i*7%251 ^ i/w*13)
+	}
+	src, err := testimg.LibJPEG(rgb, w, h, testimg.LibJPEGOptions{Quality: 92})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, err := ReadJPEGEntropy(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -91,7 +91,10 @@ def corpus():
 
 @pytest.fixture(scope="session")
 def sluice_bin(tmp_path_factory):
-    """The CLI under test: $SLUICE_BIN, else built from this checkout."""
+    """The CLI under test: $SLUICE_BIN, else built from this checkout (not
+    build/sluice, which may be older than the sources it is to test).
+    python/tests/helpers.py's sluice_bin, for the exporter's tests, never
+    builds: they need any sluice, and skip without one."""
     if os.environ.get("SLUICE_BIN"):
         return os.environ["SLUICE_BIN"]
     out = tmp_path_factory.mktemp("bin") / "sluice"

@@ -82,12 +82,15 @@ def test_ratio_md_takes_each_round_within_the_round():
 
 def test_counts_name_each_configuration():
     """Sluice at 1-4 instances and DALI at 1-4 pipelines, every chroma rule
-    and hw_decoder_load, each its own contender; the default run leaves out
-    only nvImageCodec's partial pipelines."""
-    for base in ("sluice", "sluice-fast", "dali-0.65", "dali-0.9", "dali-fancy-0.65", "dali-fancy-0.9"):
+    and hw_decoder_load, and Sluice's SMs' route, each its own contender;
+    the default run leaves out nvImageCodec's partial pipelines and the
+    SMs' route, which Sluice does not ship on."""
+    for base in ("sluice", "sluice-fast", "sluice-sm", "dali-0.65", "dali-0.9", "dali-fancy-0.65", "dali-fancy-0.9"):
         assert [n for n in gpu.CONTENDERS if n == base or n.startswith(base + "-x")] == [
             base, f"{base}-x2", f"{base}-x3", f"{base}-x4"]
     assert "nvimgcodec" in gpu.DEFAULT_ONLY and "nvimgcodec-hw" not in gpu.DEFAULT_ONLY
+    assert "sluice-x2" in gpu.DEFAULT_ONLY and "sluice-sm-x2" not in gpu.DEFAULT_ONLY
+    assert gpu.CONTENDERS["sluice-sm-x2"]("sluice-sm-x2", None).env == {"SLUICE_GPU_SLUICE_HUFFMAN": "1"}
 
 
 def test_timed_together_counts_every_runner():

@@ -302,12 +302,18 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 			add(s)
 		}
 	}
-	cores, cpuPx := 1, 0
+	cores, otherPx := 1, 0
 	if e.hw != nil {
 		cores = e.hw.cores
 	}
-	for _, s := range cpuList {
-		cpuPx += e.samples[s].w * e.samples[s].h
+	// What the engines leave goes to the SMs or to the CPU workers: what
+	// that route has already counts against its part.
+	other := cpuList
+	if e.set.SluiceGPUHuffman {
+		other = smList
+	}
+	for _, s := range other {
+		otherPx += e.samples[s].w * e.samples[s].h
 	}
 	plan := e.split.Plan(len(hwList), int(e.svc.busy.Load()), e.decoders)
 	if plan.Queue > 0 {
@@ -320,7 +326,7 @@ func (e *Executor) runPart(b *batch, start, end int) error {
 		px = append(px, e.samples[s].w*e.samples[s].h)
 	}
 	e.hwPx = px
-	plan.Count(px, cpuPx, cores)
+	plan.Count(px, otherPx, cores)
 	if plan.Queue == 0 && plan.Engines < len(hwList) {
 		// The rest take the path their decision gave: the coefficient
 		// route or decoupled on the CPU workers, the SMs, or the batched

@@ -211,6 +211,7 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		// Without the decoder, no JPEG is sent its way.
 		if e.sm, err = newSMHuffman(e.fused); err != nil {
 			e.set.SluiceGPUHuffman = false
+			e.split = e.set.NewSplitter(opt.HWShare, e.shared)
 		}
 	}
 	if e.evStart, err = cuda.NewEvent(true); err != nil {

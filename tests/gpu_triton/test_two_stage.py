@@ -11,6 +11,8 @@ frames and ensemble_frames):
       same pixels sent from the client, byte for byte
   (l) box crops: crops_gpu against crops_cpu over HTTP and gRPC, the counts
       equal, every crop within the JPEG decode's rounding, unused rows zeros
+  (m) requested outputs: crops_gpu returns only the outputs a request names,
+      over HTTP and gRPC, equal to crops_cpu's
 """
 import os
 
@@ -117,3 +119,28 @@ def test_l_box_crops(report, opts, conn, jpegs):
     report.check("l_box_crops", not bad and crops > 0,
                  f"{rows} photos, {crops} crops over HTTP and gRPC: worst mean |GPU - CPU| {worst_mean:.3f}, worst max "
                  f"{worst_max:.1f} (limits {MEAN_BOUND}, {MAX_BOUND}); counts equal" + (f"; {bad[:5]}" if bad else ""))
+
+
+def test_m_requested_outputs(report, opts, conn, jpegs):
+    """A KIND_GPU model returns only the outputs a request names, over HTTP
+    and gRPC, each equal to the CPU model's (the crops are never sent when
+    only the count or the boxes are asked for)."""
+    need(report, "crops_gpu", "crops_cpu")
+    bad, asked = [], 0
+    for i, f in enumerate(jpegs[:6]):
+        data = np.frombuffer(open(f, "rb").read(), np.uint8)[None]
+        inputs = {"IMAGE": data, "BOXES": BOXES[None], "COUNT": np.array([[7 - i % 3]], np.int32)}
+        for outs in (["NUM_CROPS"], ["CROP_BOXES", "NUM_CROPS"]):
+            g = tc.http_infer(conn, "crops_gpu", None, outs, body=tc.tensors_body(inputs, outs))
+            c = tc.http_infer(conn, "crops_cpu", None, outs, body=tc.tensors_body(inputs, outs))
+            names = sorted(o.name for o in tc.grpc_result(opts.grpc, "crops_gpu", inputs, outs).get_response().outputs)
+            if sorted(g) != sorted(outs) or names != sorted(outs):
+                bad.append(f"{os.path.basename(f)}: asked {outs}, HTTP returned {sorted(g)}, gRPC {names}")
+                continue
+            for o in outs:
+                if not np.array_equal(g[o], c[o], equal_nan=True):
+                    bad.append(f"{os.path.basename(f)}: {o} {g[o].ravel()[:8]} on the GPU, {c[o].ravel()[:8]} on the CPU")
+            asked += 1
+    report.check("m_requested_outputs", not bad and asked > 0,
+                 f"{asked} requests of a subset of crops_gpu's outputs over HTTP and gRPC: only those returned, "
+                 f"equal to crops_cpu's" + (f"; {bad[:5]}" if bad else ""))

@@ -6,7 +6,6 @@ concurrent load of check (f).
 import http.client
 import json
 import multiprocessing as mp
-import re
 import struct
 import threading
 import time
@@ -14,6 +13,10 @@ import urllib.error
 import urllib.request
 
 import numpy as np
+
+# The metrics text parser tests/triton shares. Not through tests/triton/helpers.py, which
+# imports tritonclient.http: the GPU machine's carried tritonclient leaves it out (it needs gevent).
+from .. import metrics_text
 
 # ImageNet normalisation of the shipped pipeline: PIXELS * STD + MEAN is the 0..1 image.
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
@@ -60,8 +63,9 @@ def tensors_body(inputs, outputs):
     return hdr, hdr + b"".join(a.tobytes() for a in arrs.values())
 
 
-def grpc_tensors(hostport, model, inputs, outputs):
-    """One request of {name: array} over gRPC (tritonclient): {name: array}."""
+def grpc_result(hostport, model, inputs, outputs):
+    """One request of {name: array} over gRPC (tritonclient), asking for
+    outputs: tritonclient's InferResult."""
     import tritonclient.grpc as grpcclient
     from tritonclient.utils import InferenceServerException, np_to_triton_dtype
     cli = grpcclient.InferenceServerClient(hostport)
@@ -71,9 +75,14 @@ def grpc_tensors(hostport, model, inputs, outputs):
         x.set_data_from_numpy(np.ascontiguousarray(a))
         xs.append(x)
     try:
-        r = cli.infer(model, xs, outputs=[grpcclient.InferRequestedOutput(o) for o in outputs])
+        return cli.infer(model, xs, outputs=[grpcclient.InferRequestedOutput(o) for o in outputs])
     except InferenceServerException as e:
         raise InferError(str(e))
+
+
+def grpc_tensors(hostport, model, inputs, outputs):
+    """One request of {name: array} over gRPC (tritonclient): {name: array}."""
+    r = grpc_result(hostport, model, inputs, outputs)
     return {o: r.as_numpy(o) for o in outputs}
 
 
@@ -151,22 +160,10 @@ def wait_until(cond, seconds):
     raise TimeoutError(f"not done in {seconds} s")
 
 
-# The metrics scraper of this folder. tests/triton/helpers.py's scrape reads
-# the same text format, but that module imports tritonclient.http, which the
-# GPU machine's carried tritonclient leaves out (it needs gevent).
-SAMPLE = re.compile(r'^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)(?: \S+)?$')
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
 def parse_metrics(text, family):
     """[(labels, value, line)] of the samples of one family in Prometheus text
     (comments and other families skipped; labels a dict)."""
-    out = []
-    for line in text.splitlines():
-        m = SAMPLE.match(line)
-        if m and m.group(1) == family:
-            out.append((dict(LABEL.findall(m.group(2) or "")), float(m.group(3)), line))
-    return out
+    return [(labels, v, line) for name, labels, v, line in metrics_text.parse(text) if name == family]
 
 
 def samples(metrics_hostport, family):

@@ -4,7 +4,6 @@ import http.client
 import io
 import json
 import pathlib
-import re
 import sys
 import threading
 import time
@@ -14,6 +13,8 @@ import onnxruntime as ort
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
+
+from tests import metrics_text
 
 TIMEOUT_S = 300  # per request: generous, two shared cores
 
@@ -211,20 +212,12 @@ def batch_sizes(client, model):
 # ------------------------------------------------------------------ the server's state
 
 
-SAMPLE = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
 def scrape(server):
     """{(name, frozenset of label pairs): value} of every labelled sluice_* sample."""
     status, body = server.get("/metrics", port=server.metrics_port)
     assert status == 200
-    out = {}
-    for line in body.splitlines():
-        m = SAMPLE.match(line)
-        if m and m.group(1).startswith("sluice_"):
-            out[(m.group(1), frozenset(LABEL.findall(m.group(2))))] = float(m.group(3))
-    return out
+    return {(name, frozenset(labels.items())): v
+            for name, labels, v, _ in metrics_text.parse(body) if name.startswith("sluice_") and labels}
 
 
 def wait_unloaded(server, name, timeout=60):

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 
+from tests import metrics_text
 from tests.triton.helpers import grpcclient, httpclient, infer, infer_one
 
 
@@ -116,9 +117,6 @@ def test_statistics_nonzero(sluice_server, photos):
         assert int(b["compute_infer"]["count"]) > 0 and int(b["compute_infer"]["ns"]) > 0, b
 
     status, body = sluice_server.get("/metrics", port=sluice_server.metrics_port)
-    lines = [
-        line
-        for line in body.splitlines()
-        if line.startswith("nv_inference_request_success{") and 'model="preprocess_imagenet"' in line
-    ]
-    assert lines and float(lines[0].rsplit(" ", 1)[1]) >= len(imgs), lines
+    done = [v for name, labels, v, _ in metrics_text.parse(body)
+            if name == "nv_inference_request_success" and labels.get("model") == "preprocess_imagenet"]
+    assert done and done[0] >= len(imgs), done

@@ -199,11 +199,12 @@ func TestFromEnv(t *testing.T) {
 		"SLUICE_GPU_SHARED_QUEUE":   "0",
 		"SLUICE_GPU_HW_LANES":       "x",
 		"SLUICE_GPU_SLUICE_HUFFMAN": "1",
+		"SLUICE_GPU_SM_SHARE":       "45",
 	}
 	s := FromEnv(func(k string) string { return env[k] })
 	want := Defaults()
 	want.Coefficients, want.GPUHuffmanPixels, want.BusyShare, want.SharedQueue = CoefficientsProgressive, 2_000_000, 0.6, 0
-	want.SluiceGPUHuffman = true
+	want.SluiceGPUHuffman, want.SMShare = true, 0.45
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -19,6 +19,13 @@ type Settings struct {
 	// (SLUICE_GPU_SLUICE_HUFFMAN=1) instead of the CPU workers: a third
 	// decode resource, off until measured beside the other two.
 	SluiceGPUHuffman bool
+	// SMShare is the SMs' part of the pixels of a part's engine-decodable
+	// JPEGs while SluiceGPUHuffman is on (SLUICE_GPU_SM_SHARE, a
+	// percentage), whether other executors are busy or not: the engines
+	// take the rest. A launch's time on the SMs hardly grows with its
+	// images (its synchronisation rounds bound it), so the SMs pay only
+	// at large parts or beside other executors' launches.
+	SMShare float64
 	// GPUHuffmanPixels is the size over which a JPEG's Huffman codes are
 	// decoded on the GPU instead of a CPU worker (DALI's
 	// hybrid_huffman_threshold default; SLUICE_GPU_HUFFMAN_PIXELS).
@@ -57,7 +64,7 @@ const (
 
 // Defaults are the settings without the environment.
 func Defaults() Settings {
-	return Settings{Coefficients: CoefficientsAll, GPUHuffmanPixels: 1_000_000, BusyShare: 0.75, SharedQueue: 1, EngineCalls: 2}
+	return Settings{Coefficients: CoefficientsAll, GPUHuffmanPixels: 1_000_000, BusyShare: 0.75, SharedQueue: 1, EngineCalls: 2, SMShare: 0.3}
 }
 
 // FromEnv is Defaults with what getenv says of each variable; a value
@@ -79,6 +86,7 @@ func FromEnv(getenv func(string) string) Settings {
 	}
 	percent(getenv("SLUICE_GPU_BUSY_SHARE"), &s.BusyShare)
 	percent(getenv("SLUICE_GPU_SHARED_QUEUE"), &s.SharedQueue)
+	percent(getenv("SLUICE_GPU_SM_SHARE"), &s.SMShare)
 	return s
 }
 

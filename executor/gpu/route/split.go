@@ -15,7 +15,11 @@ type Splitter struct {
 	auto bool
 	// busy: the busy settings apply whatever the other executors do.
 	busy bool
-	set  Settings
+	// sms: the JPEGs the engines leave go to the SMs
+	// (Settings.SluiceGPUHuffman), whose launch takes its list whole: no
+	// queue, and no busy share.
+	sms bool
+	set Settings
 }
 
 // DefaultHWShare is executor.Options.HWShare's default on the GPU: every
@@ -37,10 +41,13 @@ const MinSharedPart = 16
 // shared says the executor's threads share the cores with its GPU's
 // other executors.
 func (s Settings) NewSplitter(configured float64, shared bool) Splitter {
-	if configured < 0 {
-		return Splitter{share: DefaultHWShare, auto: shared, set: s}
+	switch {
+	case configured >= 0:
+		return Splitter{share: min(configured, 1), sms: s.SluiceGPUHuffman, set: s}
+	case s.SluiceGPUHuffman:
+		return Splitter{share: 1 - s.SMShare, sms: true, set: s}
 	}
-	return Splitter{share: min(configured, 1), set: s}
+	return Splitter{share: DefaultHWShare, auto: shared, set: s}
 }
 
 // BusySplitter splits every part of MinSharedPart or more as while other
@@ -64,33 +71,34 @@ type Plan struct {
 }
 
 // Plan starts the split of a part of n engine-decodable JPEGs while busy
-// executors of the GPU have a batch in flight. The queue needs the
-// decoupled decoder: a CPU worker takes a large JPEG from it on that
-// decoder's GPU-Huffman state.
+// executors of the GPU have a batch in flight. The queue needs the CPU
+// workers as the other route, and the decoupled decoder: a CPU worker
+// takes a large JPEG from it on that decoder's GPU-Huffman state.
 func (sp Splitter) Plan(n, busy int, d Decoders) Plan {
 	p := Plan{share: sp.share}
 	if (sp.busy || sp.auto && busy > 1) && n >= MinSharedPart {
 		p.share, p.Queue = sp.set.BusyShare, sp.set.SharedQueue
 	}
-	if !d.Decoupled {
+	if !d.Decoupled || sp.sms {
 		p.Queue = 0
 	}
 	return p
 }
 
 // Count sets p.Engines for JPEGs of px pixels each, in the order they
-// are listed, when the CPU workers have cpuPx pixels of JPEGs only they
-// decode and the engines have cores decode cores: the share, rounded up
-// to whole rounds of the engines' cores.
-func (p *Plan) Count(px []int, cpuPx, cores int) {
+// are listed, when the route the rest take (the CPU workers, or the SMs)
+// has otherPx pixels of JPEGs only it decodes and the engines have cores
+// decode cores: the share, rounded up to whole rounds of the engines'
+// cores.
+func (p *Plan) Count(px []int, otherPx, cores int) {
 	n := len(px)
-	total := cpuPx
+	total := otherPx
 	for _, x := range px {
 		total += x
 	}
-	// Pixels to move to the CPU workers, an image at a time from the end
+	// Pixels to move to the other route, an image at a time from the end
 	// while that comes nearer the share.
-	move := (1-p.share)*float64(total) - float64(cpuPx)
+	move := (1-p.share)*float64(total) - float64(otherPx)
 	k, moved := n, 0
 	for k > 0 && float64(moved)+float64(px[k-1])/2 < move {
 		k--

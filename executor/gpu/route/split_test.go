@@ -71,6 +71,33 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// TestSplitSMs: with the SMs' route on, the engines take what SMShare
+// leaves them, busy executors or not, or a set share; never a queue (the
+// SMs' launch takes its list whole); what the SMs have already counts
+// against their part.
+func TestSplitSMs(t *testing.T) {
+	set := Defaults()
+	set.SluiceGPUHuffman, set.SMShare = true, 0.25
+	dec := Decoders{Engines: true, Decoupled: true}
+	px := slices.Repeat([]int{100}, 64)
+	for _, c := range []struct {
+		configured float64
+		shared     bool
+		busy       int
+		want       int
+	}{{-1, true, 0, 48}, {-1, true, 3, 48}, {-1, false, 2, 48}, {0.5, true, 3, 32}, {1, true, 0, 64}} {
+		p := set.NewSplitter(c.configured, c.shared).Plan(len(px), c.busy, dec)
+		p.Count(px, 0, 1)
+		if p.Engines != c.want || p.Queue != 0 {
+			t.Errorf("%+v: %d of 64 to the engines, queue %g; want %d, no queue", c, p.Engines, p.Queue, c.want)
+		}
+	}
+	p := set.NewSplitter(-1, true).Plan(len(px), 0, dec)
+	if p.Count(px, 800, 1); p.Engines != 54 {
+		t.Errorf("64 images beside 800 pixels already on the SMs: %d to the engines, want 54 (a quarter of 7,200 pixels on the SMs)", p.Engines)
+	}
+}
+
 // TestCallsPerBatch: EngineCalls calls in flight on a GPU's engines when
 // every executor decodes at once, one at least each.
 func TestCallsPerBatch(t *testing.T) {
