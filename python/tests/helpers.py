@@ -20,6 +20,10 @@ ATOL = 2e-5
 
 
 def sluice_bin():
+    """The CLI the exported pipelines run on: $SLUICE_BIN (an installed one
+    will do), else this checkout's build/sluice; skips without one. It never
+    builds, as the exporter needs no Go; tests/helpers.py's sluice_bin, for the
+    tests of the CLI itself, builds this checkout instead."""
     b = os.environ.get("SLUICE_BIN") or str(REPO / "build" / "sluice")
     if not pathlib.Path(b).exists():
         pytest.skip(f"no sluice binary at {b} (go build -o build/sluice ./cmd/sluice, or set SLUICE_BIN)")
