@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -21,6 +22,10 @@ type Instance struct {
 	Name   string
 	Kind   string // as asked for: KIND_CPU, KIND_GPU, KIND_AUTO or KIND_MODEL
 	Device int
+	// Executor is the executor kind it runs (executor.KindCPU or
+	// KindGPU): the CPU's for a KIND_GPU instance whose pipeline the GPU
+	// kernel cannot express.
+	Executor string
 
 	model *Model
 	log   *zap.Logger
@@ -80,8 +85,18 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Msg: fmt.Sprintf("instance %s: %v", name, err)}
 	}
-	exec, err := executor.Open(execKind, prog, executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits,
-		Device: device, MemoryCap: m.Params.GPUMemory, HWShare: m.Params.HWShare})
+	opt := executor.Options{Workers: m.Params.Workers, Limits: m.Params.Limits,
+		Device: device, MemoryCap: m.Params.GPUMemory, HWShare: m.Params.HWShare}
+	exec, err := executor.Open(execKind, prog, opt)
+	if kind == "KIND_GPU" && errors.Is(err, ops.ErrNotOnGPU) {
+		// A pipeline the kernel cannot express (resize's source_mode,
+		// Pillow's resampling per image mode) still runs, with the same
+		// bytes, on the CPU executor of this instance: outputs in host
+		// memory, which Triton copies where the next model wants them.
+		m.log.Warn("KIND_GPU instance runs its pipeline on the CPU executor", zap.String("instance", name), zap.Error(err))
+		execKind, outDevice = executor.KindCPU, -1
+		exec, err = executor.Open(execKind, prog, opt)
+	}
 	if err != nil {
 		if kind == "KIND_GPU" {
 			return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("instance %s (KIND_GPU, device %d): %v", name, device, err)}
@@ -93,14 +108,15 @@ func (m *Model) NewInstance(name, kind string, device int) (*Instance, error) {
 		return nil, &Error{Code: CodeUnsupported, Msg: fmt.Sprintf("instance %s (%s): the %s executor does not take decoded-image inputs; use KIND_CPU", name, kind, execKind)}
 	}
 	inst := &Instance{
-		Name:   name,
-		Kind:   kind,
-		Device: device,
-		model:  m,
-		log:    m.log.With(zap.String("instance", name)),
-		blame:  newBlame(prog, exec.Steps()),
-		exec:   exec,
-		col:    newCollector(newCollectInputs(m.Inputs, prog), m.MaxBatchSize, inputDevice(exec, outDevice)),
+		Name:     name,
+		Kind:     kind,
+		Device:   device,
+		Executor: execKind,
+		model:    m,
+		log:      m.log.With(zap.String("instance", name)),
+		blame:    newBlame(prog, exec.Steps()),
+		exec:     exec,
+		col:      newCollector(newCollectInputs(m.Inputs, prog), m.MaxBatchSize, inputDevice(exec, outDevice)),
 	}
 	outs := make([]respondOutput, len(m.Pipeline.Outputs))
 	for i, o := range m.Pipeline.Outputs {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluice-dev/sluice/backend"
+	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/internal/faultsafe"
 )
 
@@ -84,7 +85,7 @@ func TRITONBACKEND_ModelInstanceInitialize(ti *C.TRITONBACKEND_ModelInstance) (r
 	}
 	st := &instanceState{inst: inst, name: name, names: cNames{m: map[string]*C.char{}}, metrics: ms.metrics,
 		maxInput: ms.model.MaxInputBytes()}
-	if inst.Kind == "KIND_GPU" {
+	if inst.Executor == executor.KindGPU {
 		st.gpu = strconv.Itoa(int(device))
 	}
 	h := cgo.NewHandle(st)
