@@ -6,7 +6,7 @@ import "fmt"
 // source: the kernel resamples once.
 func (o *resizeOp) GPU(c *Ctx, g *Geom, _ []*Tensor) error {
 	if o.source {
-		return fmt.Errorf("%w: resize with source_mode (Pillow's resampling per image mode) runs on KIND_CPU instances only", ErrNotOnGPU)
+		return fmt.Errorf("%w: resize with source_mode (Pillow's resampling per image mode) runs on the CPU executor only", ErrNotOnGPU)
 	}
 	if g.Resized || !g.plain() {
 		return fmt.Errorf("%w: resize after another resize, pad or letterbox", ErrNotOnGPU)
