@@ -17,14 +17,12 @@ type Settings struct {
 	// SluiceGPUHuffman sends baseline JPEGs up to GPUHuffmanPixels that
 	// the engines leave to Sluice's entropy decoder on the SMs
 	// (SLUICE_GPU_SLUICE_HUFFMAN=1) instead of the CPU workers: a third
-	// decode resource, off until measured beside the other two.
+	// decode resource, off: in the split it lowers the rate (docs/perf.md).
 	SluiceGPUHuffman bool
 	// SMShare is the SMs' part of the pixels of a part's engine-decodable
 	// JPEGs while SluiceGPUHuffman is on (SLUICE_GPU_SM_SHARE, a
 	// percentage), whether other executors are busy or not: the engines
-	// take the rest. A launch's time on the SMs hardly grows with its
-	// images (its synchronisation rounds bound it), so the SMs pay only
-	// at large parts or beside other executors' launches.
+	// take the rest.
 	SMShare float64
 	// GPUHuffmanPixels is the size over which a JPEG's Huffman codes are
 	// decoded on the GPU instead of a CPU worker (DALI's
