@@ -160,7 +160,6 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 	}
 	e = &Executor{prog: prog, chain: ch, opt: opt, shared: shared, decNm: prog.Nodes[0].Name, set: route.Env(),
 		id: int(executorIDs.Add(1) - 1)}
-	e.split = e.set.NewSplitter(opt.HWShare, shared)
 	rest := prog.Nodes[1:]
 	if ch.decoded {
 		// No decode: an image fails at its input, and the kernel is all.
@@ -211,9 +210,10 @@ func New(prog *pipeline.Compiled, opt executor.Options) (e *Executor, err error)
 		// Without the decoder, no JPEG is sent its way.
 		if e.sm, err = newSMHuffman(e.fused); err != nil {
 			e.set.SluiceGPUHuffman = false
-			e.split = e.set.NewSplitter(opt.HWShare, e.shared)
 		}
 	}
+	// After the SMs' decoder: the split depends on whether they take JPEGs.
+	e.split = e.set.NewSplitter(opt.HWShare, shared)
 	if e.evStart, err = cuda.NewEvent(true); err != nil {
 		return nil, err
 	}

@@ -555,7 +555,6 @@ func (p *pathCounts) check(t *testing.T, d []executor.Counter, hwOn bool) {
 	// decoupled decoder, the coefficient route, the SMs'.
 	sm := int(d[route.SluiceGPUHuffman].N)
 	dec := int(d[route.NvjpegCPUHuffman].N+d[route.NvjpegGPUHuffman].N) + coef + sm
-	t.Logf("decoded: engines %d, hybrid %d, CPU %d, coefficients %d, SMs %d, decoupled %d", hw, hy, cpu, coef, sm, dec-coef-sm)
 	total := p.nvjpeg + p.cpu + p.huffman + p.either
 	if hw+hy+cpu+dec != total {
 		t.Errorf("decoded %d images (hardware %d, hybrid %d, cpu %d, decoupled %d), the GPU executor returned %d",

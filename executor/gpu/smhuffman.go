@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/sluice-dev/sluice/codec"
 	"github.com/sluice-dev/sluice/kernels"
@@ -92,11 +91,11 @@ const factsPerThread = 16
 func (h *smHuffman) readFacts(list []int, samples []sample) {
 	h.facts = slices.Grow(h.facts[:0], len(list))[:len(list)]
 	threads := min(runtime.GOMAXPROCS(0), (len(list)+factsPerThread-1)/factsPerThread)
-	var next atomic.Int64
+	next := counter(len(list))
 	var wg sync.WaitGroup
 	for range max(threads, 1) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(list); i = int(next.Add(1) - 1) {
+			for i, ok := next(); ok; i, ok = next() {
 				h.facts[i], _ = codec.ReadJPEGEntropy(samples[list[i]].src)
 			}
 		})
