@@ -18,7 +18,7 @@ import "github.com/sluice-dev/sluice/internal/fixed"
 func cmykTo(dst, src []byte, c Color, rule CMYKRule) {
 	// Per pixel through a function value: CMYK JPEGs are rare, and one
 	// loop per rule would repeat every layout.
-	inkOf, grayOf := ink, luma
+	inkOf, grayOf := ink, Luma
 	switch rule {
 	case CMYKOpenCV:
 		inkOf, grayOf = inkOpenCV, lumaOpenCV
@@ -69,8 +69,9 @@ func ink(v byte, nk uint32) byte {
 // 255 - k (never below 0: MULDIV255(v, nk) <= nk).
 func inkHeld(v byte, k uint32) byte { return ink(255-v, 255-k) }
 
-// luma is ITU-R 601 luma as Pillow's convert("L") computes it from RGB.
-func luma(r, g, b byte) byte {
+// Luma is ITU-R 601 luma as Pillow's convert("L") computes it from RGB
+// (Convert.c's L24, 16-bit fixed point, rounded; grey v, v, v gives v).
+func Luma(r, g, b byte) byte {
 	return byte((uint32(r)*19595 + uint32(g)*38470 + uint32(b)*7471 + 0x8000) >> 16)
 }
 

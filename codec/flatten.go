@@ -27,7 +27,7 @@ func flatten(dst, src []byte, bg [3]byte, c Color) {
 	for i := 0; i < n; i++ {
 		px := over(src[4*i:4*i+4:4*i+4], bg)
 		if c == Gray {
-			dst[i] = luma(px[0], px[1], px[2])
+			dst[i] = Luma(px[0], px[1], px[2])
 			continue
 		}
 		d := dst[3*i : 3*i+3 : 3*i+3]

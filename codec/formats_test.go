@@ -51,6 +51,6 @@ func asIs(n color.NRGBA) color.NRGBA { return n }
 
 // grayOf is Pillow's convert("L") of n, as grey RGB.
 func grayOf(n color.NRGBA) color.NRGBA {
-	v := luma(n.R, n.G, n.B)
+	v := Luma(n.R, n.G, n.B)
 	return color.NRGBA{v, v, v, 0xFF}
 }

@@ -59,8 +59,8 @@ func TestDecodeJPEGColors(t *testing.T) {
 			case Gray:
 				// libjpeg returns the coded luma; RGB is computed from
 				// it, so the two agree up to rounding.
-				if d := absDiff(img.Pix[i], luma(r, g, b)); d > 2 {
-					t.Fatalf("GRAY pixel %d: %d, luma of RGB %d", i, img.Pix[i], luma(r, g, b))
+				if d := absDiff(img.Pix[i], Luma(r, g, b)); d > 2 {
+					t.Fatalf("GRAY pixel %d: %d, luma of RGB %d", i, img.Pix[i], Luma(r, g, b))
 				}
 				continue
 			}

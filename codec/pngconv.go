@@ -135,7 +135,7 @@ func packRGBA(dst, row []byte, c Color) {
 		}
 	case Gray:
 		for x := 0; x < n; x++ {
-			dst[x] = luma(row[4*x], row[4*x+1], row[4*x+2])
+			dst[x] = Luma(row[4*x], row[4*x+1], row[4*x+2])
 		}
 	case RGBA:
 		copy(dst, row)

@@ -183,7 +183,7 @@ func fromRGBA(dst, src []byte, c Color, premul bool) {
 			r, g, b = unpremul(r, a32), unpremul(g, a32), unpremul(b, a32)
 		}
 		if n == 1 {
-			dst[j] = luma(r, g, b)
+			dst[j] = codec.Luma(r, g, b)
 			continue
 		}
 		d := dst[j : j+n : j+n]
@@ -196,18 +196,11 @@ func fromRGBA(dst, src []byte, c Color, premul bool) {
 
 func unpremul(v byte, a uint32) byte { return byte(min(255*uint32(v)/a, 255)) }
 
-// luma is Pillow's L of an RGB pixel (ITU-R 601-2 in 16-bit fixed point,
-// rounded: Convert.c's L24). Its weights sum to 65536, so grey v, v, v
-// gives v.
-func luma(r, g, b byte) byte {
-	return byte((uint32(r)*19595 + uint32(g)*38470 + uint32(b)*7471 + 0x8000) >> 16)
-}
-
 // lumaRow writes the luma of RGB pixels, as Pillow's convert("L") (rgb2l).
 func lumaRow(dst, rgb []byte) {
 	for i, j := 0, 0; i+2 < len(rgb); i, j = i+3, j+1 {
 		p := rgb[i : i+3 : i+3]
-		dst[j] = luma(p[0], p[1], p[2])
+		dst[j] = codec.Luma(p[0], p[1], p[2])
 	}
 }
 
