@@ -120,7 +120,6 @@ class Sluice(Contender):
         a = self.args
         trace = None
         if a.trace_dir:
-            pathlib.Path(a.trace_dir).mkdir(parents=True, exist_ok=True)
             trace = pathlib.Path(a.trace_dir) / f"{self.name}-{self.kdir.name}-{batch}.json"
         return common.sluice_bench(a.sluice, self.pipeline, [self.kdir], batch, a.seconds,
                                    gpus=str(a.gpu) if a.gpu >= 0 else "", workers=a.workers,
@@ -317,14 +316,11 @@ def _counted(base, count):
 
 def _contenders():
     c = {}
-    # "sluice" and "sluice-fast" run --instances executors (default 1).
-    for n in COUNTS:
-        c[_counted("sluice", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n)
-    for n in COUNTS:
-        c[_counted("sluice-fast", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n, fancy=False)
-    for n in COUNTS:
-        c[_counted("sluice-sm", n)] = lambda name, a, n=n: Sluice(name, a, a.instances if n == 1 else n,
-                                                                   env={"SLUICE_GPU_SLUICE_HUFFMAN": "1"})
+    # "sluice", "sluice-fast" and "sluice-sm" run --instances executors (default 1).
+    for base, kw in (("sluice", {}), ("sluice-fast", {"fancy": False}),
+                     ("sluice-sm", {"env": {"SLUICE_GPU_SLUICE_HUFFMAN": "1"}})):
+        for n in COUNTS:
+            c[_counted(base, n)] = lambda name, a, n=n, kw=kw: Sluice(name, a, a.instances if n == 1 else n, **kw)
     for fancy in (False, True):
         for load in (0.65, 0.9):
             for n in COUNTS:
@@ -451,6 +447,8 @@ def main():
     ap.add_argument("--json-out")
     ap.add_argument("--md-out")
     args = ap.parse_args()
+    if args.trace_dir:
+        pathlib.Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
 
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     if bad := set(only) - set(CONTENDERS):

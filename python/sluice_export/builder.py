@@ -11,10 +11,12 @@ import pathlib
 
 ONE_255 = 1.0 / 255.0
 
-INTERPS = ("nearest", "linear", "cubic", "area", "opencv_linear", "torch_linear", "torch_cubic")
 # torch's uint8 tensor resize (torchvision.transforms.v2.functional.resize of a
 # uint8 tensor), the Pillow filter it stands beside -> Sluice's interp.
 TORCH_INTERPS = {"linear": "torch_linear", "cubic": "torch_cubic"}
+# The interps that are not Pillow's filters -> whose they are.
+NOT_PILLOW = {"opencv_linear": "OpenCV's", **{v: "torch's" for v in TORCH_INTERPS.values()}}
+INTERPS = ("nearest", "linear", "cubic", "area", *NOT_PILLOW)
 COLORS = {"RGB": 3, "BGR": 3, "GRAY": 1, "RGBA": 4, "BGRA": 4}
 DTYPES = {"FP32": "TYPE_FP32", "FP16": "TYPE_FP16", "UINT8": "TYPE_UINT8"}
 ROUNDINGS = ("half_even", "floor")
@@ -171,9 +173,8 @@ class Pipeline:
         if "background" in dec or dec.get("cmyk", ("str", "pillow"))[1] != "pillow":
             raise ExportError("resize source_mode: needs a decode with no background, cmyk pillow")
         interp = self.nodes[1].args["interp"][1]
-        if interp == "opencv_linear" or interp.startswith("torch_"):
-            owner = "OpenCV's" if interp == "opencv_linear" else "torch's"
-            raise ExportError(f"resize source_mode: follows Pillow, and interp {interp} is {owner}")
+        if interp in NOT_PILLOW:
+            raise ExportError(f"resize source_mode: follows Pillow, and interp {interp} is {NOT_PILLOW[interp]}")
         self.nodes[1].args["source_mode"] = ("bool", True)
         return self
 

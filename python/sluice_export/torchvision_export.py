@@ -35,8 +35,6 @@ TORCH_V1_UINT8_BOUND = {("linear", True): 1, ("linear", False): 1, ("cubic", Tru
 
 def bound_text(levels):
     """The measured bound, for the refusal and for the note of an accepted approximation."""
-    if levels is None:
-        return "not measured for this one"
     unit = "level" if levels == 1 else "levels"
     return f"measured on the corpus at three sizes: at most {levels} {unit} of 255 per pixel"
 
@@ -60,12 +58,10 @@ def _interp_of(t, where):
     return _INTERP[key]
 
 
-class _Step:
-    """One step of a preset's forward, named as the transform class that does the same."""
-
-    def __init__(self, kind, preset, **attrs):
-        self.kind, self.preset = kind, preset
-        self.__dict__.update(attrs)
+def _Step(kind, **attrs):
+    """One step of a preset's forward: an object of a class named as the transform class
+    that does the same (of this module, not torchvision.transforms.v2), with its attributes."""
+    return type(kind, (), attrs)()
 
 
 def _preset_steps(t, cls):
@@ -73,14 +69,14 @@ def _preset_steps(t, cls):
     from its attributes; None for any other class. Their functionals are torchvision.transforms'
     (v1): on a PIL image a Pillow resize, on a tensor the float resize."""
     def resize(size):
-        return _Step("Resize", cls, size=size, interpolation=getattr(t, "interpolation", 2), max_size=None,
-                     antialias=getattr(t, "antialias", True), v2=False)
+        return _Step("Resize", size=size, interpolation=getattr(t, "interpolation", 2), max_size=None,
+                     antialias=getattr(t, "antialias", True))
 
     # if not isinstance(img, Tensor): img = F.pil_to_tensor(img); then F.convert_image_dtype(img, torch.float)
-    to_float = [_Step("MaybePILToTensor", cls), _Step("ConvertImageDtype", cls, dtype="float32")]
-    norm = [_Step("Normalize", cls, mean=list(getattr(t, "mean", ())), std=list(getattr(t, "std", ())))]
+    to_float = [_Step("MaybePILToTensor"), _Step("ConvertImageDtype", dtype="float32")]
+    norm = [_Step("Normalize", mean=list(getattr(t, "mean", ())), std=list(getattr(t, "std", ())))]
     if cls == "ImageClassification":
-        return [resize(list(t.resize_size)), _Step("CenterCrop", cls, size=list(t.crop_size))] + to_float + norm
+        return [resize(list(t.resize_size)), _Step("CenterCrop", size=list(t.crop_size))] + to_float + norm
     if cls == "SemanticSegmentation":
         rs = getattr(t, "resize_size", None)
         return ([resize(list(rs))] if isinstance(rs, (list, tuple)) else []) + to_float + norm
@@ -93,8 +89,6 @@ def _preset_steps(t, cls):
 
 
 def _is_v2(t):
-    if isinstance(t, _Step):
-        return getattr(t, "v2", False)
     return type(t).__module__.startswith("torchvision.transforms.v2")
 
 
@@ -123,7 +117,7 @@ def _scalar_list(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
-def _source_of(transform, steps):
+def _source_of(steps):
     """open_clip where its classes (or its _convert_to_rgb) are in the Compose, else torchvision."""
     for t, _ in steps:
         mod = type(t).__module__ or ""
@@ -140,7 +134,7 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
     why. With allow_approx, a torchvision.transforms (v1) Resize of a uint8 tensor
     (float kernels, rounded) is accepted as torch's uint8 kernels and its bound printed."""
     steps = _flatten(transform)
-    source = source or _source_of(transform, steps)
+    source = source or _source_of(steps)
     p = Pipeline(name)
     p.decode(color="RGB", orient=False)
     # stage: "pil", "uint8" (tensor 0..255), "float" (tensor x*scale), "normalized"
@@ -149,7 +143,7 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
     rgb_where = None  # the transform that converts to RGB, if any
     presets = []
     for i, (t, preset) in enumerate(steps):
-        cls = t.kind if isinstance(t, _Step) else type(t).__name__
+        cls = type(t).__name__
         fname = getattr(t, "__name__", None) if callable(t) and cls == "function" else None
         if preset is not None and not any(preset is q for q in presets):
             presets.append(preset)
@@ -255,7 +249,7 @@ def export_torchvision(transform, name="preprocess", allow_approx=False, source=
             p.normalize(scale=scale, mean=mean, std=std, layout="CHW", dtype="FP32")
         p.output_dims()
     except ExportError as e:
-        if "per-image size" in str(e) and presets:
+        if p.hw is None and presets:
             raise ExportError(f"{type(presets[-1]).__name__}: {e} (this preset keeps each image's own size: put it "
                               "in a Compose after a Resize to a fixed (h, w))") from None
         raise
@@ -274,15 +268,15 @@ def _tensor_resize(t, where, interp, aa, allow_approx, p, log):
     # antialias None is False for tensors (torchvision's legacy value)
     aa = bool(aa) if aa is not None else False
     tinterp = TORCH_INTERPS[interp]
+    bound = bound_text(TORCH_V1_UINT8_BOUND[(interp, aa)])
     if _is_v2(t):
         if interp == "linear":
             # torchvision keeps a bilinear uint8 resize in uint8 only where torch
             # has the kernel (x86-64 with AVX2); the bicubic one everywhere on a CPU.
             p.note(f"{where} of a uint8 tensor: torch's uint8 kernels (interp {tinterp}), as torchvision.transforms.v2\n"
                    "runs them on an x86-64 CPU with AVX2; without AVX2, and on CUDA, torchvision resizes in float32\n"
-                   f"and rounds ({bound_text(TORCH_V1_UINT8_BOUND[(interp, aa)])} from these).")
+                   f"and rounds ({bound} from these).")
         return tinterp, aa
-    bound = bound_text(TORCH_V1_UINT8_BOUND[(interp, aa)])
     if not allow_approx:
         raise ExportError(f"{where}: torchvision.transforms (v1) resizes a uint8 tensor in float32 and rounds, "
                           f"where Sluice's {tinterp} is torch's uint8 kernels (torchvision.transforms.v2's): {bound}. "

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import textwrap
 
 from .builder import TORCH_INTERPS, ExportError, Pipeline
 
@@ -165,7 +166,7 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
            "Input as processor(PIL.Image.open(path)): no EXIF orientation (orient: false).")
     if chosen:
         log("note: " + chosen)
-        p.note(_wrap(chosen))
+        p.note(textwrap.fill(chosen, 100, break_long_words=False, break_on_hyphens=False))
     if d["do_convert_rgb"]:
         # convert_to_rgb composites alpha onto white (Image.alpha_composite);
         # the torchvision backend calls the same function on a PIL image.
@@ -251,17 +252,6 @@ def _interp(resample, tv, cls):
         raise ExportError(f"transformers: resample {_RESAMPLE_NAMES.get(resample, resample)} has no Sluice filter "
                           "(NEAREST 0, BILINEAR 2, BICUBIC 3, BOX 4 do)")
     return _RESAMPLE[resample]
-
-
-def _wrap(text, width=100):
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "\n".join(lines + [line])
 
 
 def _list(v):

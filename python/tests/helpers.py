@@ -17,6 +17,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 # Normalized units; one 0-255 level is about 1/(255*0.22) = 0.018 of them, so
 # this is float rounding, far below a level.
 ATOL = 2e-5
+# Exact: float32 rounding in normalized units (one 0-255 level is about 0.018
+# of them after ImageNet's std), 0 where the output is uint8.
+EXACT = 1e-5
 
 
 def sluice_bin():
@@ -88,6 +91,20 @@ def run_exported(binary, pipeline, images, tmp_path):
         res[img] = {f.name[len(name) + 1:-4]: np.load(f) for f in out.glob(glob.escape(name) + ".*.npy")
                     if "." not in f.name[len(name) + 1:-4]}
     return res
+
+
+def run_per_folder(binary, pipeline, photos, tmp_path):
+    """run_exported over photos, one run per folder (a file name may recur in
+    two folders): {path: {output: array}}."""
+    res = {}
+    for i, d in enumerate(sorted({p.parent for p in photos})):
+        res.update(run_exported(binary, pipeline, [p for p in photos if p.parent == d], tmp_path / f"run{i}"))
+    return res
+
+
+def all_photos():
+    """Every corpus photo of CORPUS_DIRS but the 16-bit grey PNGs (not_16bit_grey)."""
+    return [p for d in CORPUS_DIRS for p in not_16bit_grey(corpus_photos(d))]
 
 
 def output_names(images):

@@ -10,27 +10,16 @@ import pytest
 from PIL import Image
 
 from sluice_export import ExportError, export_open_clip, export_timm, export_torchvision, export_ultralytics
-from helpers import (CORPUS_DIRS, assert_parity, corpus_photos, not_16bit_grey, run_exported, skip_unless_supported,
-                     sluice_bin)
+from helpers import (CORPUS_DIRS, EXACT, all_photos, assert_parity, corpus_photos, run_per_folder,
+                     skip_unless_supported, sluice_bin)
 
-
-# Exact: float32 rounding in normalized units (one 0-255 level is about 0.018
-# of them after ImageNet's std), 0 where the output is uint8.
-EXACT = 1e-5
-
-
-def _photos():
-    return [p for d in CORPUS_DIRS for p in not_16bit_grey(corpus_photos(d))]
 
 
 def _check(pipeline, reference, tmp_path, label, photos=None):
     b = sluice_bin()
     skip_unless_supported(b, pipeline)
-    photos = photos or _photos()
-    # One sluice run per folder: outputs are named by file stem.
-    res = {}
-    for i, d in enumerate(sorted({p.parent for p in photos})):
-        res.update(run_exported(b, pipeline, [p for p in photos if p.parent == d], tmp_path / f"run{i}"))
+    photos = photos or all_photos()
+    res = run_per_folder(b, pipeline, photos, tmp_path)
     # Per folder, so that a failure or a diff says where.
     worst, failures = 0.0, []
     for d in sorted({p.parent for p in photos}):
@@ -160,7 +149,7 @@ def test_open_clip(tmp_path):
                                   std=open_clip.OPENAI_DATASET_STD)
     pipeline = export_open_clip(t)
     assert 'name: "source_mode" bool: true' in pipeline.text()
-    photos = _photos()
+    photos = all_photos()
     modes = _modes(photos)
     _check(pipeline, lambda p: t(Image.open(p)).numpy(), tmp_path / "own", "open_clip", photos=photos)
     other = [p for p in photos if modes[p] not in ("RGB", "L")]
@@ -198,10 +187,6 @@ def test_ultralytics_letterbox(tmp_path):
     _check(pipeline, lambda p: out(cv2.imread(str(p))), tmp_path / "cv2", "ultralytics", photos=photos)
 
 
-def _all_photos():
-    return not_16bit_grey([p for d in CORPUS_DIRS for p in corpus_photos(d)])
-
-
 @pytest.mark.parametrize("interp, aa", [("linear", True), ("linear", False), ("cubic", True), ("cubic", False)])
 def test_torchvision_v1_uint8_bound(interp, aa, tmp_path):
     """torchvision.transforms (v1) resizes a uint8 tensor in float32 and
@@ -214,7 +199,7 @@ def test_torchvision_v1_uint8_bound(interp, aa, tmp_path):
     from sluice_export.torchvision_export import TORCH_V1_UINT8_BOUND
 
     mode = {"linear": T.InterpolationMode.BILINEAR, "cubic": T.InterpolationMode.BICUBIC}[interp]
-    photos = _all_photos()
+    photos = all_photos()
     b = sluice_bin()
     worst = 0
     for size in ((224, 224), (256, 320), (480, 640)):
@@ -225,11 +210,8 @@ def test_torchvision_v1_uint8_bound(interp, aa, tmp_path):
         p = export_torchvision(t, allow_approx=True, log=logged.append)
         assert logged and "approximation accepted" in logged[0]
         skip_unless_supported(b, p)
-        for i, d in enumerate(sorted({q.parent for q in photos})):
-            sub = [q for q in photos if q.parent == d]
-            res = run_exported(b, p, sub, tmp_path / f"{size}-{i}")
-            for q in sub:
-                want = t(Image.open(q).convert("RGB")).numpy().astype(int)
-                worst = max(worst, int(np.abs(res[q]["PIXELS"].astype(int) - want).max()))
+        for q, out in run_per_folder(b, p, photos, tmp_path / f"{size[0]}x{size[1]}").items():
+            want = t(Image.open(q).convert("RGB")).numpy().astype(int)
+            worst = max(worst, int(np.abs(out["PIXELS"].astype(int) - want).max()))
     print(f"torchvision v1 uint8 {interp} antialias={aa}: at most {worst} levels from the export")
     assert worst == TORCH_V1_UINT8_BOUND[(interp, aa)], worst

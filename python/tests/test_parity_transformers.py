@@ -16,12 +16,8 @@ import pytest
 from PIL import Image
 
 from sluice_export import export_transformers
-from helpers import (CORPUS_DIRS, assert_parity, corpus_photos, not_16bit_grey, run_exported, skip_unless_supported,
-                     sluice_bin)
-
-# max |diff| in normalized units that counts as exact: float32 rounding (one
-# 0-255 level is about 0.008 to 0.018 of these units).
-EXACT = 1e-5
+from helpers import (CORPUS_DIRS, EXACT, all_photos, assert_parity, corpus_photos, not_16bit_grey, run_exported,
+                     run_per_folder, skip_unless_supported, sluice_bin)
 
 transformers = pytest.importorskip("transformers")
 
@@ -124,7 +120,7 @@ def test_transformers_torchvision_parity(case, tmp_path):
     assert notes and "--transformers-backend pil" in notes[0]
     b = sluice_bin()
     skip_unless_supported(b, pipeline)
-    photos = [p for d in CORPUS_DIRS for p in not_16bit_grey(corpus_photos(d))]
+    photos = all_photos()
     if not proc.do_convert_rgb:
         # As on the Pillow backend: a photo not opened as RGB keeps its own
         # channels, and the three means fail on it (torch's broadcast error).
@@ -133,9 +129,7 @@ def test_transformers_torchvision_parity(case, tmp_path):
             with Image.open(p) as im, pytest.raises((ValueError, RuntimeError)):
                 proc(im, return_tensors="pt")
         photos = [p for p in photos if p not in others]
-    res = {}
-    for i, d in enumerate(sorted({p.parent for p in photos})):  # one run per folder: outputs are named by stem
-        res.update(run_exported(b, pipeline, [p for p in photos if p.parent == d], tmp_path / f"run{i}"))
+    res = run_per_folder(b, pipeline, photos, tmp_path)
 
     def reference(path):
         with Image.open(path) as im:
