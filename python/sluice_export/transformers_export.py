@@ -176,7 +176,6 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
         p.note("do_convert_rgb false: transformers then takes the image's own mode; exact for RGB images only.")
     resample = d["resample"]
     resample = getattr(resample, "value", resample)
-    floor_ok = True  # the crop never pads (where the two backends put an odd padding row differently)
     if d["do_resize"]:
         interp = _interp(resample, tv, cls)
         aa = True if tv else None  # the torchvision backend's resize: tvF.resize(..., antialias=True)
@@ -197,13 +196,13 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
                 p.crop(size=(se, se), rounding="floor")
             else:
                 p.resize(size=(se, se), interp=interp, antialias=aa)
-            resized = ("shorter", se)
+            resized = (se, se)  # the smallest the resized image can be, height and width
         elif set(size) == {"shortest_edge"}:
             p.resize(shorter=size["shortest_edge"], interp=interp, antialias=aa)
-            resized = ("shorter", size["shortest_edge"])
+            resized = (size["shortest_edge"],) * 2
         elif set(size) == {"height", "width"}:
             p.resize(size=(size["height"], size["width"]), interp=interp, antialias=aa)
-            resized = ("size", (size["height"], size["width"]))
+            resized = (size["height"], size["width"])
         else:
             raise ExportError(f"transformers: size {size!r}: only shortest_edge or height/width map to a Sluice resize "
                               "(longest_edge and max_height/max_width round differently)")
@@ -218,13 +217,7 @@ def export_transformers(source, name="preprocess", backend=None, allow_approx=Fa
             # (w - W) // 2 on the left and the rest on the right, the odd
             # column on the right, where Sluice's floor rounding puts it on the
             # left. Exact where no image can need padding.
-            if not d["do_resize"]:
-                floor_ok = False
-            elif resized[0] == "shorter":
-                floor_ok = ch <= resized[1] and cw <= resized[1]
-            else:
-                floor_ok = ch <= resized[1][0] and cw <= resized[1][1]
-            if not floor_ok:
+            if not (d["do_resize"] and ch <= resized[0] and cw <= resized[1]):
                 raise ExportError(f"transformers: {cls} crop_size {ch}x{cw} can exceed the resized image, and the "
                                   "torchvision backend's center_crop then pads with the odd row at the bottom (the "
                                   f"Pillow class and Sluice's floor rounding: at the top). Export with {_PIL_FLAG} "
