@@ -51,7 +51,8 @@ var resizeSchema = &Schema{
 				"key's tRNS), for every format (BMP and TIFF palettes, TIFF, AVIF and JPEG 2000 alpha included; " +
 				"16-bit grey keeps its high byte, as decode does, where Pillow resamples 16 bits and clips). " +
 				"Needs a decode (any color, no background, cmyk pillow) directly before it, read by nothing " +
-				"else, and a Pillow filter. The GPU kernel has no form of it: a KIND_GPU instance runs such a pipeline on its CPU executor (docs/gpu.md)",
+				"else, and a Pillow filter. The GPU kernel has no form of it: a KIND_GPU instance runs such a " +
+				"pipeline on its CPU executor (docs/gpu.md)",
 			Default: BoolVal(false),
 		},
 	}, interpArgs...),

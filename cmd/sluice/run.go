@@ -279,14 +279,14 @@ func baseName(p string) string {
 // still collides then (the same file name in two folders) is an error,
 // before anything is written.
 func outputNames(paths []string) ([]string, error) {
-	stems := map[string]int{}
-	for _, p := range paths {
-		stems[baseName(p)]++
-	}
 	names := make([]string, len(paths))
-	owner := map[string]string{}
+	stems := map[string]int{}
 	for i, p := range paths {
 		names[i] = baseName(p)
+		stems[names[i]]++
+	}
+	owner := map[string]string{}
+	for i, p := range paths {
 		if stems[names[i]] > 1 {
 			names[i] = filepath.Base(p)
 		}

@@ -13,8 +13,8 @@ import (
 // huffman is nvJPEG's decoupled decoders, for the JPEGs the coefficient
 // route does not take (over route.Settings.GPUHuffmanPixels, or all with
 // the route off): each CPU worker Huffman-decodes one image on its own
-// thread, and the GPU
-// does the inverse DCT; libjpeg-turbo alone would do both on the CPU.
+// thread, and the GPU does the inverse DCT; libjpeg-turbo alone would do
+// both on the CPU.
 // Large images go to the GPU hybrid decoupled decoder, which decodes
 // Huffman codes on the GPU (route.NvjpegGPUHuffman).
 type huffman struct {
