@@ -9,58 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 )
-
-// The shared image corpus lives outside the repository: $SLUICE_CORPUS, or
-// ../shared/corpus next to the repository root. Tests that need it skip
-// when it is absent, so a fresh clone still passes, or fail where
-// SLUICE_REQUIRE_CORPUS=1 (CI).
-
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir, err := findCorpus()
-	if err != nil {
-		msg := fmt.Sprintf("image corpus not found (set SLUICE_CORPUS): %v", err)
-		if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
-func findCorpus() (string, error) {
-	dir := os.Getenv("SLUICE_CORPUS")
-	if dir == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(root, "..", "shared", "corpus")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.tsv")); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// repoRoot is the directory holding go.mod, above the test's directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
 
 // corpusEntry is one row of MANIFEST.tsv.
 type corpusEntry struct {
@@ -136,7 +87,7 @@ func causeOf(err error) Cause {
 // channels), for comparing with other decoders; SLUICE_DECODE_DUMP_SCALE=m
 // dumps JPEGs decoded at scale m/8 instead.
 func TestDecodeCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	dump := os.Getenv("SLUICE_DECODE_DUMP")
 	dumpScale, _ := strconv.Atoi(os.Getenv("SLUICE_DECODE_DUMP_SCALE"))
 	var index *os.File
@@ -213,7 +164,7 @@ func TestDecodeCorpus(t *testing.T) {
 // instead of equality; the recurser set also draws its orientation number
 // into each image. Decoding without orientation must differ by far more.
 func TestDecodeCorpusEXIF(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	// File i of a set carries orientation i; ref is the upright one.
 	sets := []struct {
 		prefix  string
@@ -271,7 +222,7 @@ func meanAbsDiff(a, b *Image) (float64, bool) {
 // TestDecodeCorpusScaled decodes every corpus JPEG at 1/2, 1/4 and 1/8 and
 // checks the sizes: TJSCALED's ceil(dim*m/8), then oriented.
 func TestDecodeCorpusScaled(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	d := NewDecoder()
 	defer d.Close()
 	for _, e := range readManifest(t, dir) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/hostile"
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
@@ -79,7 +80,7 @@ func fuzzSeeds(f *testing.F) {
 			f.Add(pillowAVIF(f, avifTestImage(21, 13), opts))
 		}
 	}
-	dir, err := findCorpus()
+	dir, err := testcorpus.Find()
 	if err != nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/hostile"
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 	"github.com/sluice-dev/sluice/internal/testimg"
 )
 
@@ -385,7 +386,7 @@ func TestJPEGRefinePending(t *testing.T) {
 	if err != nil || s.scans != len(hostile.RefinePendingScript) {
 		t.Fatalf("%d scans, %v", s.scans, err)
 	}
-	if dir, err := findCorpus(); err == nil {
+	if dir, err := testcorpus.Find(); err == nil {
 		b, err := os.ReadFile(filepath.Join(dir, "broken", "go_video-001.progressive.truncated.jpeg"))
 		if err != nil {
 			t.Fatal(err)
@@ -457,7 +458,7 @@ func TestJPEGColorSpace(t *testing.T) {
 			t.Errorf("%s: colour space %v, want %v", c.name, hd.JPEG().Space, c.want)
 		}
 	}
-	if dir, err := findCorpus(); err == nil {
+	if dir, err := testcorpus.Find(); err == nil {
 		cmyk, err := os.ReadFile(filepath.Join(dir, "jpeg", "tiny", "go_video-001.cmyk.jpeg"))
 		if err != nil {
 			t.Fatal(err)

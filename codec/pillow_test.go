@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 )
 
 // The Go tests make AVIFs with Pillow (Go has no AV1 encoder), through
@@ -15,7 +17,7 @@ import (
 
 // pillowPython is the venv's python, or "" when it is missing.
 func pillowPython() string {
-	root, err := repoRoot()
+	root, err := testcorpus.RepoRoot()
 	if err != nil {
 		return ""
 	}

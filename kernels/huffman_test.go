@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/sluice-dev/sluice/codec"
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 )
@@ -168,16 +169,7 @@ var HuffCorpus = huffCorpus
 // huffCorpus is the corpus's JPEGs by name; it skips the test without the
 // corpus (fails with SLUICE_REQUIRE_CORPUS=1).
 func huffCorpus(t *testing.T) map[string][]byte {
-	dir := os.Getenv("SLUICE_CORPUS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "corpus")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.tsv")); err != nil {
-		if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
-			t.Fatalf("no photo corpus (set SLUICE_CORPUS): %v", err)
-		}
-		t.Skipf("no photo corpus (set SLUICE_CORPUS): %v", err)
-	}
+	dir := testcorpus.Dir(t)
 	files := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

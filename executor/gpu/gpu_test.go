@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/executor"
 	"github.com/sluice-dev/sluice/executor/gpu/route"
 	"github.com/sluice-dev/sluice/internal/gputest"
+	"github.com/sluice-dev/sluice/internal/testcorpus"
 	"github.com/sluice-dev/sluice/internal/testimg"
 	"github.com/sluice-dev/sluice/kernels/cuda"
 	"github.com/sluice-dev/sluice/kernels/nvjpeg"
@@ -27,27 +28,9 @@ import (
 // The GPU executor against the CPU executor on real photos. These tests
 // need an NVIDIA GPU and skip without one; scripts/gpu.sh runs them on one.
 
-// corpusDir is the photo corpus (SLUICE_CORPUS, else the shared corpus
-// beside the checkout). Without it the test skips, or fails where
-// SLUICE_REQUIRE_CORPUS=1 (CI, scripts/gpu.sh).
-func corpusDir(t *testing.T) string {
-	dir := os.Getenv("SLUICE_CORPUS")
-	if dir == "" {
-		dir = "../../../shared/corpus"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.tsv")); err != nil {
-		msg := fmt.Sprintf("no photo corpus (set SLUICE_CORPUS): %v", err)
-		if os.Getenv("SLUICE_REQUIRE_CORPUS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
 // corpusFiles lists the corpus images, broken ones included.
 func corpusFiles(t *testing.T) []string {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	var files []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -162,7 +145,7 @@ func refinementPending(b []byte) bool {
 // TestRouteOf checks routeOf against the corpus's MANIFEST.tsv, which
 // records each image's coding and sampling as its maker wrote it. No GPU.
 func TestRouteOf(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(dir, "MANIFEST.tsv"))
 	if err != nil {
 		t.Fatal(err)
