@@ -223,6 +223,14 @@ def pnm_variants(corpus, folder):
 # ------------------------------------------------------------------ reference
 
 
+def high_byte(im):
+    """A 16-bit grey image ("I", "I;16", "I;16B") as its high bytes, as the
+    decoders keep it; None for any other mode."""
+    if im.mode in ("I", "I;16", "I;16B"):
+        return (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
+    return None
+
+
 def pillow_pixels(path, color, orient=False):
     """Pillow's decode of path in the pipeline's colour, EXIF orientation
     applied when orient: "I" (16-bit grey) keeps the high byte, as the
@@ -230,8 +238,7 @@ def pillow_pixels(path, color, orient=False):
     im = Image.open(path)
     if orient:
         im = ImageOps.exif_transpose(im)
-    if im.mode in ("I", "I;16", "I;16B"):
-        g = (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
+    if (g := high_byte(im)) is not None:
         return {"GRAY": g[:, :, None], "RGB": np.repeat(g[:, :, None], 3, 2), "BGR": np.repeat(g[:, :, None], 3, 2),
                 "RGBA": np.dstack([g, g, g, np.full_like(g, 255)]),
                 "BGRA": np.dstack([g, g, g, np.full_like(g, 255)])}[color]  # fmt: skip

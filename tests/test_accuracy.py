@@ -342,8 +342,8 @@ def source_reference(im, h, w, interp, color):
     Image.open's image (16-bit grey taken to its high byte first, as
     decode does everywhere)."""
     mode, order = SOURCE_COLORS[color]
-    if im.mode in ("I", "I;16", "I;16B"):
-        im = Image.fromarray((np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8))
+    if (g := formats.high_byte(im)) is not None:
+        im = Image.fromarray(g)
     a = np.asarray(im.resize((w, h), PIL_FILTER[interp]).convert(mode))
     return a.reshape(h, w, -1)[:, :, order]
 
